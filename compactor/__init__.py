@@ -1,0 +1,1 @@
+"""compactor: deterministic context compaction for agent trajectories and logs."""

@@ -1,0 +1,216 @@
+"""OpenAI Chat Completions messages, and mini-swe-agent ``.traj.json`` files that wrap them.
+
+Accepted containers: a bare list of messages, ``{"messages": [...]}`` (a request body), or a
+mini-swe-agent trajectory ``{"trajectory_format": "mini-swe-agent-1.1", "messages": [...],
+"info": {...}}``. Content may be a string, ``null`` or a list of ``{"type": "text"}`` parts.
+Tool calls are paired with ``role: "tool"`` results by ``tool_call_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import regex
+
+from ..models import Role, Segment, SegmentKind
+from . import register
+from .base import Document, Edits, Format, Probe, set_at
+
+_RETURNCODE = regex.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_ROLES = {"system", "developer", "user", "assistant", "tool", "function", "exit"}
+
+
+def messages_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
+    if isinstance(value, list):
+        return value, ()
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        return value["messages"], ("messages",)
+    return None, ()
+
+
+def command_from_arguments(arguments: Any) -> str | None:
+    """Best-effort command text of a tool call's arguments (a JSON string or an object)."""
+    args = arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except (json.JSONDecodeError, RecursionError):
+            return args[:2000] or None
+    if isinstance(args, dict):
+        for key in ("command", "cmd", "code", "query", "path", "file_path", "pattern", "url"):
+            v = args.get(key)
+            if isinstance(v, str) and v:
+                return v
+            if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                return " ".join(v)
+        return json.dumps(args, ensure_ascii=False, sort_keys=True)[:2000]
+    return None
+
+
+@register
+class OpenAIChatFormat(Format):
+    name = "openai-chat"
+    title = "OpenAI Chat Completions messages (incl. mini-swe-agent .traj.json)"
+    detection = ("a JSON list of {role, content} messages, or an object with such a 'messages' list "
+                 "(request bodies, mini-swe-agent trajectories)")
+    container = "json"
+
+    def sniff(self, probe: Probe) -> tuple[bool, str]:
+        if not probe.is_json:
+            return False, "not a JSON document"
+        msgs, _ = messages_of(probe.json_value)
+        if msgs is None:
+            return False, "no list of messages (neither a JSON array nor an object with 'messages')"
+        if not msgs:
+            return False, "empty message list"
+        if not all(isinstance(m, dict) and m.get("role") in _ROLES for m in msgs):
+            return False, "not every item is a message with a known 'role'"
+        if any(isinstance(m.get("content"), list) and any(
+                isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result") for p in m["content"])
+               for m in msgs):
+            return False, "content has tool_use/tool_result blocks (Anthropic layout)"
+        return True, "chat messages"
+
+    def read(self, probe: Probe) -> Document:
+        data = probe.json_value
+        msgs, base = messages_of(data)
+        assert msgs is not None
+        segments: list[Segment] = []
+        mirrors: dict[str, list[tuple[str | int, ...]]] = {}
+        call_steps: dict[str, int] = {}
+        call_cmds: dict[str, tuple[str | None, str | None]] = {}
+        step = 0
+        for i, msg in enumerate(msgs):
+            role = msg.get("role")
+            path = (*base, i)
+            if role in ("user", "assistant") or (role == "system" and i > 0):
+                step += 1
+            content = msg.get("content")
+            parts: list[tuple[tuple[str | int, ...], str]] = []
+            if isinstance(content, str):
+                parts.append(((*path, "content"), content))
+            elif isinstance(content, list):
+                for j, part in enumerate(content):
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        parts.append(((*path, "content", j, "text"), part["text"]))
+                    elif isinstance(part, str):
+                        parts.append(((*path, "content", j), part))
+            if role in ("tool", "function"):
+                call_id = msg.get("tool_call_id") or (msg.get("tool_call_ids") or [None])[0] or msg.get("name")
+                st = call_steps.get(call_id, step) if call_id else step
+                tool_name, cmd = call_cmds.get(call_id, (msg.get("name"), None))
+                extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+                exit_code = extra.get("returncode") if isinstance(extra.get("returncode"), int) else None
+                text_all = "\n".join(t for _, t in parts)
+                if exit_code is None:
+                    m = _RETURNCODE.search(text_all[:2000])
+                    if m:
+                        exit_code = int(m.group(1))
+                for k, (origin, text) in enumerate(parts):
+                    sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
+                    segments.append(Segment(
+                        id=sid, index=len(segments), step=max(st, 1), step_id=f"s{max(st, 1)}",
+                        role=Role.tool, kind=SegmentKind.tool_result, text=text, call_id=call_id,
+                        tool_name=tool_name, command=cmd,
+                        is_error=(exit_code != 0) if exit_code is not None else None,
+                        exit_code=exit_code, origin=origin))
+                    if "raw_output" in extra and k == 0:
+                        mirrors[sid] = [(*path, "extra", "raw_output")]
+                continue
+            seg_role = {"developer": Role.system, "exit": Role.system, "function": Role.tool}.get(role, None)
+            seg_role = seg_role or Role(role)
+            meta = role == "exit" or bool(msg.get("is_demo"))
+            for k, (origin, text) in enumerate(parts):
+                sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
+                segments.append(Segment(
+                    id=sid, index=len(segments), step=step if role != "system" or i > 0 else 0,
+                    step_id=f"s{step}", role=seg_role, kind=SegmentKind.message, text=text, meta=meta,
+                    origin=origin))
+            for j, call in enumerate(msg.get("tool_calls") or []):
+                if not isinstance(call, dict):
+                    continue
+                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                args = fn.get("arguments")
+                call_id = call.get("id")
+                name = fn.get("name")
+                cmd = command_from_arguments(args)
+                if call_id:
+                    call_steps[call_id] = step
+                    call_cmds[call_id] = (name, cmd)
+                text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+                segments.append(Segment(
+                    id=f"m{i}.c{j}", index=len(segments), step=step, step_id=f"s{step}",
+                    role=Role.assistant, kind=SegmentKind.tool_call, text=text or "", call_id=call_id,
+                    tool_name=name, command=cmd,
+                    origin=(*path, "tool_calls", j, "function", "arguments") if isinstance(args, str) else ()))
+        doc = Document(self.name, data, segments, probe.raw.source)
+        doc.state["mirrors"] = mirrors
+        doc.state["base"] = base
+        return doc
+
+    def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        data = self.copy_data(doc)
+        if edits is None or edits.is_empty():
+            return data
+        mirrors = doc.state.get("mirrors", {})
+        by_id = {s.id: s for s in doc.segments}
+        for sid, text in sorted(edits.replace.items()):
+            seg = by_id[sid]
+            if seg.origin:
+                set_at(data, seg.origin, text)
+            for mp in mirrors.get(sid, []):
+                set_at(data, mp, text)
+        msgs, base = messages_of(data)
+        assert msgs is not None
+        dropped_msgs = _fully_dropped(doc, edits.drop)
+        first = min(dropped_msgs) if dropped_msgs else None
+        kept: list[Any] = []
+        inserted = False
+        insert_at = first
+        if insert_at is None and edits.summary:
+            insert_at = 1 if msgs and msgs[0].get("role") in ("system", "developer") else 0
+        for i, msg in enumerate(msgs):
+            if edits.summary and not inserted and i == insert_at:
+                kept.append(self.make_message("user", edits.summary))
+                inserted = True
+            if i in dropped_msgs:
+                continue
+            kept.append(msg)
+        if edits.summary and not inserted:
+            kept.append(self.make_message("user", edits.summary))
+        _drop_orphan_tool_messages(kept)
+        if base:
+            data["messages"] = kept
+            return data
+        return kept
+
+    def make_message(self, role: str, text: str) -> Any:
+        return {"role": role, "content": text}
+
+
+def _fully_dropped(doc: Document, drop: set[str]) -> set[int]:
+    """Message indices all of whose segments are dropped (origins start with the message index)."""
+    if not drop:
+        return set()
+    base = doc.state.get("base", ())
+    per_msg: dict[int, list[str]] = {}
+    for s in doc.segments:
+        if s.origin and len(s.origin) > len(base):
+            per_msg.setdefault(int(s.origin[len(base)]), []).append(s.id)
+    return {i for i, ids in per_msg.items() if all(sid in drop for sid in ids)}
+
+
+def _drop_orphan_tool_messages(msgs: list[Any]) -> None:
+    """After dropping, a tool result whose call is gone would be invalid for the API: drop it too."""
+    call_ids: set[str] = set()
+    for m in msgs:
+        for c in m.get("tool_calls") or []:
+            if isinstance(c, dict) and c.get("id"):
+                call_ids.add(c["id"])
+    keep = []
+    for m in msgs:
+        if m.get("role") == "tool" and m.get("tool_call_id") and m["tool_call_id"] not in call_ids:
+            continue
+        keep.append(m)
+    msgs[:] = keep

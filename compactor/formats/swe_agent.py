@@ -1,0 +1,1 @@
+"""Layout module (to be written)."""

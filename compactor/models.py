@@ -1,0 +1,297 @@
+"""The data model: frozen pydantic v2 models that leave the pipeline.
+
+Everything here is immutable (``frozen=True``) and strict about unknown fields
+(``extra="forbid"``). Internals may keep mutable working state; only these models are
+returned to users, written to JSON, or read back.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Anchor",
+    "ChangeMade",
+    "CompactionResult",
+    "Decision",
+    "Diagnostic",
+    "Evidence",
+    "ExcludedApproach",
+    "Fact",
+    "FileTouch",
+    "Intent",
+    "IntentItem",
+    "NextStep",
+    "OpenQuestion",
+    "Placeholder",
+    "Report",
+    "Role",
+    "Segment",
+    "SegmentKind",
+    "SelfCheck",
+    "Severity",
+    "Span",
+    "UserConstraint",
+]
+
+SCHEMA_VERSION = "1"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Role(str, Enum):
+    system = "system"
+    user = "user"
+    assistant = "assistant"
+    tool = "tool"
+
+
+class SegmentKind(str, Enum):
+    message = "message"
+    tool_call = "tool_call"
+    tool_result = "tool_result"
+
+
+class Segment(Frozen):
+    """One piece of conversation text, as a reader found it.
+
+    ``origin`` locates the text in the layout's document (a path of keys and indices) so a
+    writer can put a compacted text back in the same place. ``step`` is the 1-based step (turn)
+    the segment belongs to: a tool call and its result share a step.
+    """
+
+    id: str = Field(description="stable id within the document, e.g. 'm12' or 'm12.1'")
+    index: int = Field(ge=0, description="position in conversation order")
+    step: int = Field(ge=0, description="1-based step; 0 for the system prompt")
+    step_id: str = Field(description="the step's public name: the layout's own id ('s3') or 's<step>'")
+    role: Role
+    kind: SegmentKind
+    text: str
+    call_id: str | None = None
+    tool_name: str | None = None
+    command: str | None = Field(default=None, description="the command / arguments of the call (on results: of the paired call)")
+    is_error: bool | None = None
+    exit_code: int | None = None
+    meta: bool = Field(default=False, description="harness text (demonstration, hook output), not authored by the human")
+    origin: tuple[str | int, ...] = ()
+
+
+class Span(Frozen):
+    """A protected region found by a protect rule. ``text`` is kept verbatim."""
+
+    rule_id: str
+    family: str
+    segment_id: str | None = None
+    start: int = Field(ge=0, description="character offset in the segment text (normalised)")
+    end: int = Field(ge=0)
+    line_start: int = Field(ge=1, description="1-based first line")
+    line_end: int = Field(ge=1, description="1-based last line (inclusive)")
+    text: str
+    priority: int = 50
+    step_id: str | None = None
+    elided: bool = Field(default=False, description="a long trace whose middle was elided (first/last lines and every frame kept)")
+
+
+class Placeholder(Frozen):
+    """A collapsed region: the summary that replaced it and how to get it back."""
+
+    id: str = Field(pattern=r"^c-[0-9a-f]{16}$")
+    rule_id: str
+    summary: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    segment_id: str | None = None
+    line_start: int = 1
+    line_end: int = 1
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+class Severity(str, Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+class Diagnostic(Frozen):
+    code: str = Field(description="stable machine code, e.g. 'rule-timeout', 'invalid-utf8'")
+    severity: Severity = Severity.info
+    message: str
+    rule_id: str | None = None
+    segment_id: str | None = None
+    position: str | None = None
+
+
+# --------------------------------------------------------------------------- anchor items
+
+
+class Item(Frozen):
+    id: str = Field(description="stable id: derived from the item's content")
+    source_step: str = Field(default="", description="the step the item came from ('' if not traceable)")
+
+
+class Fact(Item):
+    text: str
+
+
+class Decision(Item):
+    decision: str
+    reason: str = ""
+    status: Literal["active", "superseded"] = "active"
+
+
+class ExcludedApproach(Item):
+    approach: str
+    why: str = ""
+    evidence: str = Field(default="", description="verbatim evidence that it failed")
+    status: Literal["excluded", "reopened"] = "excluded"
+
+
+class ChangeMade(Item):
+    description: str
+    files: list[str] = Field(default_factory=list)
+    tool: str = ""
+
+
+class UserConstraint(Item):
+    text: str = Field(description="verbatim")
+    status: Literal["active", "superseded"] = "active"
+
+
+class Evidence(Item):
+    text: str = Field(description="verbatim protected span")
+    rule_id: str = ""
+    family: str = ""
+
+
+class OpenQuestion(Item):
+    text: str
+    status: Literal["open", "resolved"] = "open"
+
+
+class NextStep(Item):
+    text: str
+    status: Literal["pending", "done"] = "pending"
+
+
+class IntentItem(Item):
+    kind: Literal["initial", "clarification", "rejected", "assumption", "request"]
+    text: str
+    status: Literal["active", "superseded", "done"] = "active"
+
+
+class Intent(Frozen):
+    initial: str = ""
+    current: str = Field(default="", description="the current consensus: the newest request that is not finished")
+    newest_request: str = ""
+    newest_request_step: str = ""
+    history: list[IntentItem] = Field(default_factory=list, description="initial request, clarifications, rejections, assumptions, requests")
+
+
+class FileTouch(Frozen):
+    path: str
+    actions: list[Literal["read", "created", "modified", "deleted"]] = Field(default_factory=list)
+    first_step: str = ""
+    last_step: str = ""
+    read_superseded: bool = Field(default=False, description="read before a later edit: the read content is stale")
+    related: list[str] = Field(default_factory=list)
+    unfinished: bool = False
+
+
+class Anchor(Frozen):
+    """The working memory: seed-000 fields plus seed-001 sections plus the files-touched trail."""
+
+    schema_version: str = SCHEMA_VERSION
+    # seed 000
+    objective_state: str = ""
+    facts_learned: list[Fact] = Field(default_factory=list)
+    decisions_made: list[Decision] = Field(default_factory=list)
+    open_questions: list[OpenQuestion] = Field(default_factory=list)
+    dead_ends: list[ExcludedApproach] = Field(default_factory=list, description="seed-001 'excluded approaches'")
+    next_action_hint: str = Field(default="", description="non-binding suggestion")
+    # seed 001
+    intent: Intent = Field(default_factory=Intent)
+    changes_made: list[ChangeMade] = Field(default_factory=list)
+    next_steps: list[NextStep] = Field(default_factory=list)
+    key_evidence: list[Evidence] = Field(default_factory=list)
+    user_constraints: list[UserConstraint] = Field(default_factory=list)
+    files_touched: list[FileTouch] = Field(default_factory=list)
+    # bookkeeping
+    steps_seen: int = 0
+
+    @property
+    def excluded_approaches(self) -> list[ExcludedApproach]:
+        return self.dead_ends
+
+    def is_empty(self) -> bool:
+        return not (
+            self.objective_state
+            or self.facts_learned
+            or self.decisions_made
+            or self.open_questions
+            or self.dead_ends
+            or self.changes_made
+            or self.key_evidence
+            or self.user_constraints
+            or self.files_touched
+            or self.intent.current
+        )
+
+
+# --------------------------------------------------------------------------- results
+
+
+class SelfCheck(Frozen):
+    continuity: bool = True
+    anti_repeat: bool = True
+    evidence_chain: bool = True
+    backfilled: list[str] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.continuity and self.anti_repeat and self.evidence_chain
+
+
+class Report(Frozen):
+    schema_version: str = SCHEMA_VERSION
+    format: str
+    tokens_before: int
+    tokens_after: int
+    token_counter: str = Field(description="which counter produced the numbers, e.g. 'tiktoken:cl100k_base' or 'estimate:chars/4'")
+    level: int = Field(ge=0, le=3, description="highest level applied (0 = nothing collapsed)")
+    levels_available: list[int] = Field(default_factory=list)
+    budget: int | None = None
+    protected: list[Span] = Field(default_factory=list)
+    placeholders: list[Placeholder] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    self_check: SelfCheck | None = None
+    exit_signal: bool = Field(default=False, description="Level 3 was needed: the session is getting too long")
+    recommend_new_session: bool = False
+    segments: int = 0
+    stages: list[str] = Field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return self.tokens_before / self.tokens_after if self.tokens_after else float("inf")
+
+
+class CompactionResult(Frozen):
+    format: str
+    messages: Any = Field(description="the compacted document, in the input's layout")
+    anchor: Anchor | None = None
+    report: Report
+    handoff: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "format": self.format,
+            "messages": self.messages,
+            "anchor": self.anchor.model_dump(mode="json") if self.anchor is not None else None,
+            "report": self.report.model_dump(mode="json"),
+        }
