@@ -1,0 +1,451 @@
+"""The rule engines ("kinds") and the scanner that runs protect rules over a text.
+
+Speed comes from doing as little per line as possible:
+
+- every rule names literal ``prefilter`` strings; the scanner finds them with ``str.find`` over
+  the whole text (C speed) and only tries the rule's regex on the lines that contain one;
+- rules without a prefilter run as one ``finditer`` over the whole text, with a timeout;
+- patterns are compiled once per process.
+
+Every rule is bounded: block-level calls carry the ``regex`` timeout; per-line calls on long
+lines carry it too; multi-line blocks stop at ``max_lines`` / ``max_bytes``; a rule that runs out
+of time raises :class:`RuleTimeout` and the caller keeps the region verbatim (fail toward
+preservation).
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate
+from typing import Iterable
+
+import regex
+
+from ..models import Span
+from .schema import FLAG_NAMES, Rule
+
+__all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "resolve_spans", "scan"]
+
+LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lines
+BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
+PER_MB = 0.02
+
+
+class RuleTimeout(Exception):
+    def __init__(self, rule_id: str):
+        self.rule_id = rule_id
+        super().__init__(rule_id)
+
+
+@dataclass
+class TextView:
+    """A text split into lines, with offsets, a lazily lowered copy and CI prefixes skipped."""
+
+    text: str
+    lines: list[str] = field(init=False)
+    starts: list[int] = field(init=False)
+    prefix: list[int] | None = field(init=False, default=None)
+    _lower: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        from ..normalize import CI_PREFIX
+
+        self.lines = self.text.split("\n")
+        self.starts = [0, *accumulate(len(line) + 1 for line in self.lines[:-1])]
+        # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
+        sample = self.lines[:5]
+        if any(CI_PREFIX.match(line) for line in sample):
+            pre = [0] * len(self.lines)
+            for i, line in enumerate(self.lines):
+                if line[:2] == "20" and len(line) > 20:
+                    m = CI_PREFIX.match(line)
+                    if m:
+                        pre[i] = m.end()
+            self.prefix = pre
+
+    @property
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = self.text.lower()
+            if len(self._lower) != len(self.text):  # rare: lower() changed lengths (e.g. 'İ')
+                self._lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in self.text)
+        return self._lower
+
+    def line_of(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def body(self, i: int) -> str:
+        """Line i as rules see it (CI prefix removed)."""
+        if self.prefix is None or not self.prefix[i]:
+            return self.lines[i]
+        return self.lines[i][self.prefix[i]:]
+
+    def body_start(self, i: int) -> int:
+        return self.starts[i] + (self.prefix[i] if self.prefix is not None else 0)
+
+    def candidates(self, literals: list[str], ignore_case: bool) -> list[int]:
+        hay = self.lower if ignore_case else self.text
+        found: set[int] = set()
+        for lit in literals:
+            needle = lit.lower() if ignore_case else lit
+            pos = hay.find(needle)
+            while pos != -1:
+                ln = self.line_of(pos)
+                found.add(ln)
+                # skip to the next line: one hit per line is enough
+                nxt = self.starts[ln + 1] if ln + 1 < len(self.starts) else len(hay)
+                pos = hay.find(needle, max(nxt, pos + 1))
+        return sorted(found)
+
+
+def _flags(names: Iterable[str]) -> int:
+    f = 0
+    for n in names:
+        f |= FLAG_NAMES[n]
+    return f
+
+
+@lru_cache(maxsize=4096)
+def _compile(pattern: str, flags: int) -> regex.Pattern:
+    return regex.compile(pattern, flags)
+
+
+def _search_line(pat: regex.Pattern, line: str, deadline_budget: float):
+    if len(line) <= 4096:
+        return pat.search(line)
+    if len(line) > LONG_LINE:
+        m = pat.search(line[:LONG_LINE], timeout=deadline_budget)
+        if m is None:
+            tail_at = len(line) - LONG_LINE
+            m2 = pat.search(line[tail_at:], timeout=deadline_budget)
+            return _Shifted(m2, tail_at) if m2 is not None else None
+        return m
+    return pat.search(line, timeout=deadline_budget)
+
+
+class _Shifted:
+    """A match found in the tail window of a huge line, with offsets shifted back."""
+
+    def __init__(self, m, shift: int):
+        self._m, self._shift = m, shift
+
+    def start(self, g=0):
+        return self._m.start(g) + self._shift
+
+    def end(self, g=0):
+        return self._m.end(g) + self._shift
+
+    def group(self, g=0):
+        return self._m.group(g)
+
+
+class CompiledRule:
+    def __init__(self, rule: Rule):
+        self.rule = rule
+        self.id = rule.id
+        self.family = rule.family
+        self.priority = rule.priority
+        self.prefilter = list(rule.prefilter)
+        self.ignore_case = rule.prefilter_ignore_case
+        self.roles = frozenset(rule.roles)
+
+    def find(self, view: TextView, budget: float) -> list[tuple[int, int, int, int, bool]]:
+        """Return (start, end, line_start, line_end, elidable) tuples, 0-based lines inclusive."""
+        raise NotImplementedError
+
+    def _lines(self, view: TextView) -> Iterable[int] | None:
+        if self.prefilter:
+            return view.candidates(self.prefilter, self.ignore_case)
+        return None
+
+
+class RegexRule(CompiledRule):
+    def __init__(self, rule: Rule):
+        super().__init__(rule)
+        spec = rule.regex_
+        assert spec is not None
+        self.spec = spec
+        self.pat = _compile(spec.pattern, _flags(spec.flags))
+        self.whole = _compile(spec.pattern, _flags(spec.flags) | regex.MULTILINE)
+
+    def find(self, view: TextView, budget: float):
+        out = []
+        spec = self.spec
+        cand = self._lines(view)
+        t0 = time.process_time()
+        nlines = len(view.lines)
+        if cand is None:
+            try:
+                matches = list(self.whole.finditer(view.text, timeout=budget))
+            except TimeoutError:
+                raise RuleTimeout(self.id) from None
+            for m in matches:
+                a, b = m.start(spec.group), m.end(spec.group)
+                if a < 0:
+                    continue
+                ls, le = view.line_of(a), view.line_of(max(a, b - 1))
+                out.append(self._span(view, a, b, ls, le, nlines))
+            return out
+        for n, i in enumerate(cand):
+            if n & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(self.id)
+            body = view.body(i)
+            try:
+                m = _search_line(self.pat, body, budget)
+            except TimeoutError:
+                raise RuleTimeout(self.id) from None
+            if m is None:
+                continue
+            base = view.body_start(i)
+            a, b = base + m.start(spec.group), base + m.end(spec.group)
+            if a < base:
+                continue
+            out.append(self._span(view, a, b, i, i, nlines))
+        return out
+
+    def _span(self, view: TextView, a: int, b: int, ls: int, le: int, nlines: int):
+        spec = self.spec
+        if spec.scope == "line" or spec.context_before or spec.context_after:
+            ls = max(0, ls - spec.context_before)
+            le = min(nlines - 1, le + spec.context_after)
+            if spec.scope == "line":
+                a = view.starts[ls]
+                b = view.starts[le] + len(view.lines[le])
+        return (a, b, ls, le, False)
+
+
+class LineBlockRule(CompiledRule):
+    def __init__(self, rule: Rule):
+        super().__init__(rule)
+        spec = rule.line_block
+        assert spec is not None
+        self.spec = spec
+        self.start = _compile(spec.start, 0)
+        self.cont = [_compile(p, 0) for p in spec.continue_]
+        self.end = _compile(spec.end, 0) if spec.end else None
+        self.before = [_compile(p, 0) for p in spec.before]
+
+    def _continues(self, line: str, budget: float) -> bool:
+        for p in self.cont:
+            if _search_line(p, line, budget) is not None:
+                return True
+        return False
+
+    def find(self, view: TextView, budget: float):
+        spec = self.spec
+        out = []
+        cand = self._lines(view)
+        if cand is None:
+            cand = range(len(view.lines))
+        t0 = time.process_time()
+        nlines = len(view.lines)
+        covered_until = -1
+        for n, i in enumerate(cand):
+            if n & 127 == 127 and time.process_time() - t0 > budget:
+                raise RuleTimeout(self.id)
+            if i <= covered_until:
+                continue
+            try:
+                if _search_line(self.start, view.body(i), budget) is None:
+                    continue
+                first = i
+                # lines before the header that belong to it (e.g. Node's source-context preamble)
+                if self.before:
+                    j = i - 1
+                    while j >= 0 and i - j <= spec.max_before and j > covered_until:
+                        body = view.body(j)
+                        if any(p.search(body[:LONG_LINE]) for p in self.before):
+                            first = j
+                            j -= 1
+                        else:
+                            break
+                last = i
+                size = len(view.lines[i])
+                j = i + 1
+                blanks = 0
+                ended = False
+                if self.end is not None and _search_line(self.end, view.body(i), budget) is not None and i > first:
+                    ended = True
+                while not ended and j < nlines and j - first < spec.max_lines and size < spec.max_bytes:
+                    body = view.body(j)
+                    if not body.strip():
+                        blanks += 1
+                        if blanks > spec.allow_blank:
+                            break
+                        j += 1
+                        continue
+                    if self.end is not None and _search_line(self.end, body, budget) is not None:
+                        last = j
+                        ended = True
+                        break
+                    if self._continues(body, budget):
+                        last = j
+                        size += len(view.lines[j]) + 1
+                        blanks = 0
+                        j += 1
+                        if n & 127 == 0 and (j & 1023) == 0 and time.process_time() - t0 > budget:
+                            raise RuleTimeout(self.id)
+                        continue
+                    break
+            except TimeoutError:
+                raise RuleTimeout(self.id) from None
+            if last - first + 1 < spec.min_lines:
+                continue
+            a = view.starts[first]
+            b = view.starts[last] + len(view.lines[last])
+            out.append((a, b, first, last, spec.long_trace))
+            covered_until = last
+        return out
+
+
+_SENTENCE_END = regex.compile(r"[.!?;。！？；]\s|[。！？；]|\n")
+
+
+class LiteralRule(CompiledRule):
+    def __init__(self, rule: Rule):
+        super().__init__(rule)
+        spec = rule.literal
+        assert spec is not None
+        self.spec = spec
+        alts = []
+        for w in sorted(set(spec.words), key=lambda w: (-len(w), w)):
+            e = regex.escape(w)
+            if spec.whole_word and w.isascii() and w[:1].isalnum():
+                e = r"\b" + e
+            if spec.whole_word and w.isascii() and w[-1:].isalnum():
+                e = e + r"\b"
+            alts.append(e)
+        flags = 0 if spec.case_sensitive else regex.IGNORECASE
+        self.pat = _compile("(?:" + "|".join(alts) + ")", flags)
+        self.require = [r.lower() for r in spec.require_any]
+        self.exclude = [r.lower() for r in spec.exclude]
+        if not self.prefilter:
+            # the words themselves are the prefilter
+            self.prefilter = list(spec.words)
+            self.ignore_case = not spec.case_sensitive
+
+    def find(self, view: TextView, budget: float):
+        spec = self.spec
+        out = []
+        t0 = time.process_time()
+        last_end = -1
+        for n, i in enumerate(view.candidates(self.prefilter, self.ignore_case)):
+            if n & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(self.id)
+            line = view.lines[i]
+            base = view.starts[i]
+            try:
+                matches = list(self.pat.finditer(line[:LONG_LINE], timeout=budget)) if len(line) > 4096 \
+                    else list(self.pat.finditer(line))
+            except TimeoutError:
+                raise RuleTimeout(self.id) from None
+            for m in matches:
+                if spec.scope == "word":
+                    a, b = m.start(), m.end()
+                elif spec.scope == "line":
+                    a, b = 0, len(line)
+                else:
+                    a, b = _sentence(line, m.start(), m.end())
+                if base + a <= last_end:
+                    continue
+                sentence = line[a:b].lower()
+                if self.require and not any(r in sentence for r in self.require):
+                    continue
+                if self.exclude and any(x in sentence for x in self.exclude):
+                    continue
+                out.append((base + a, base + b, i, i, False))
+                last_end = base + b
+        return out
+
+
+def _sentence(line: str, a: int, b: int) -> tuple[int, int]:
+    start = 0
+    for m in _SENTENCE_END.finditer(line, 0, a):
+        start = m.end()
+    m = _SENTENCE_END.search(line, b)
+    end = m.start() + 1 if m else len(line)
+    if m and line[m.start()] in "\n":
+        end = m.start()
+    # trim whitespace and list bullets
+    while start < end and line[start] in " \t-*>":
+        start += 1
+    while end > start and line[end - 1] in " \t":
+        end -= 1
+    return start, end
+
+
+_COMPILED: dict[tuple[str, str], CompiledRule] = {}
+
+
+def compile_rule(rule: Rule) -> CompiledRule:
+    """Compile once per process (keyed by the rule's full content, so edited rules recompile)."""
+    key = (rule.id, rule.model_dump_json())
+    cr = _COMPILED.get(key)
+    if cr is None:
+        cr = _COMPILED[key] = _compiled(rule)
+    return cr
+
+
+def _compiled(rule: Rule) -> CompiledRule:
+    if rule.kind == "regex":
+        return RegexRule(rule)
+    if rule.kind == "line-block":
+        return LineBlockRule(rule)
+    if rule.kind == "literal":
+        return LiteralRule(rule)
+    raise ValueError(f"rule {rule.id}: kind {rule.kind!r} is not a scanning kind")
+
+
+def scan(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
+         segment_id: str | None = None, step_id: str | None = None):
+    """Run rules over a view. Returns (spans, timed_out_rule_ids). Spans are not yet resolved."""
+    spans: list[Span] = []
+    timeouts: list[str] = []
+    mb = len(view.text) / 1_048_576
+    budget = BASE_BUDGET + PER_MB * mb
+    for cr in rules:
+        if role is not None and role not in cr.roles:
+            continue
+        try:
+            found = cr.find(view, budget)
+        except RuleTimeout:
+            timeouts.append(cr.id)
+            continue
+        for a, b, ls, le, elidable in found:
+            spans.append(Span(
+                rule_id=cr.id, family=cr.family, segment_id=segment_id, start=a, end=b,
+                line_start=ls + 1, line_end=le + 1, text=view.text[a:b], priority=cr.priority,
+                step_id=step_id, elided=False,
+            ))
+    return spans, timeouts
+
+
+def _order_key(s: Span):
+    return (-s.priority, -(s.end - s.start), s.start, s.rule_id)
+
+
+def resolve_spans(spans: list[Span]) -> list[Span]:
+    """Make spans non-overlapping by a total order: priority, length, start, rule id.
+
+    A span that overlaps one already accepted is dropped from the list; the region stays
+    protected because the accepted span covers it or the caller protects the union of lines.
+    """
+    starts: list[int] = []
+    ends: list[int] = []
+    accepted: list[Span] = []
+    for s in sorted(spans, key=_order_key):
+        k = bisect_right(starts, s.start)
+        if k > 0 and ends[k - 1] > s.start:
+            continue
+        if k < len(starts) and starts[k] < s.end:
+            continue
+        if s.start == s.end:
+            continue
+        starts.insert(k, s.start)
+        ends.insert(k, s.end)
+        accepted.append(s)
+    accepted.sort(key=lambda s: (s.start, s.end, s.rule_id))
+    return accepted

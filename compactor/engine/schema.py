@@ -1,0 +1,180 @@
+"""Rule files as typed models.
+
+A rule is one TOML file; its id is the file stem (``trace.python.toml`` → ``trace.python``).
+The ``kind`` names the engine that runs it (``regex``, ``line-block``, ``literal``); the
+``stage`` says what it is for: ``protect`` (keep verbatim), ``classify`` (label and summarise
+benign tool output for Level 1) or ``secret`` (redact).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "CaptureSpec",
+    "ClassifySpec",
+    "Examples",
+    "LineBlockSpec",
+    "LiteralSpec",
+    "RegexSpec",
+    "Rule",
+    "RULE_ID",
+    "FAMILIES",
+]
+
+RULE_ID = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*(?:\.[a-z0-9]+(?:[-_][a-z0-9]+)*)+$"
+
+# protect families, in the order they are reported; classify and secret stages use their own.
+FAMILIES = (
+    "placeholder",
+    "secret",
+    "trace",
+    "error",
+    "exit-code",
+    "test-failure",
+    "constraint",
+    "decision",
+    "failed-approach",
+    "fileref",
+    "number",
+)
+
+FLAG_NAMES = {"IGNORECASE": regex.IGNORECASE, "MULTILINE": regex.MULTILINE, "DOTALL": regex.DOTALL,
+              "VERBOSE": regex.VERBOSE}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _check_pattern(p: str) -> str:
+    try:
+        regex.compile(p)
+    except regex.error as exc:
+        raise ValueError(f"invalid regular expression {p!r}: {exc}") from None
+    return p
+
+
+class Examples(_Strict):
+    match: list[str] = Field(default_factory=list, description="texts the rule must find")
+    no_match: list[str] = Field(default_factory=list, description="texts the rule must not find")
+    xfail: list[str] = Field(default_factory=list, description="known gaps: texts it should find but does not yet (strict xfail)")
+    expect: list[str] = Field(default_factory=list, description="optional: exact span text expected for match[i] (same order; '' = any)")
+    expect_summary: list[str] = Field(default_factory=list, description="classify rules: the placeholder summary expected for match[i]")
+
+
+class RegexSpec(_Strict):
+    pattern: str
+    flags: list[Literal["IGNORECASE", "MULTILINE", "DOTALL", "VERBOSE"]] = Field(default_factory=list)
+    scope: Literal["line", "match"] = Field(default="line", description="protect the whole matched line(s), or only the matched text")
+    context_before: int = Field(default=0, ge=0, le=20)
+    context_after: int = Field(default=0, ge=0, le=50)
+    group: int | str = Field(default=0, description="which group is the span (scope=match)")
+
+    @field_validator("pattern")
+    @classmethod
+    def _valid(cls, v: str) -> str:
+        return _check_pattern(v)
+
+
+class LineBlockSpec(_Strict):
+    start: str = Field(description="regex for the first line of the block")
+    continue_: list[str] = Field(default_factory=list, alias="continue", description="regexes: a line matching any continues the block")
+    end: str | None = Field(default=None, description="regex for a line that ends the block (included)")
+    before: list[str] = Field(default_factory=list, description="regexes: lines just before the start that belong to the block (scanned backwards)")
+    max_before: int = Field(default=5, ge=0, le=50)
+    allow_blank: int = Field(default=0, ge=0, le=5, description="blank lines allowed inside the block if a continue line follows")
+    max_lines: int = Field(default=500, ge=1, le=100_000)
+    max_bytes: int = Field(default=262_144, ge=64, le=16 * 1024 * 1024)
+    min_lines: int = Field(default=1, ge=1)
+    long_trace: bool = Field(default=True, description="apply long-trace elision when the block is over the configured size")
+
+    @field_validator("start", "end")
+    @classmethod
+    def _valid(cls, v: str | None) -> str | None:
+        return _check_pattern(v) if v is not None else v
+
+    @field_validator("continue_", "before")
+    @classmethod
+    def _valid_list(cls, v: list[str]) -> list[str]:
+        return [_check_pattern(p) for p in v]
+
+
+class LiteralSpec(_Strict):
+    words: list[str] = Field(min_length=1)
+    case_sensitive: bool = False
+    whole_word: bool = Field(default=True, description="for words made of ASCII letters: require word boundaries")
+    scope: Literal["sentence", "line", "word"] = "sentence"
+    require_any: list[str] = Field(default_factory=list, description="additionally, the sentence must contain one of these (case-insensitive)")
+    exclude: list[str] = Field(default_factory=list, description="sentences containing any of these are ignored (case-insensitive)")
+
+
+class CaptureSpec(_Strict):
+    name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    pattern: str = Field(description="regex with one group (or none: then the match counts)")
+    flags: list[Literal["IGNORECASE", "MULTILINE"]] = Field(default_factory=list)
+    agg: Literal["first", "last", "sum", "count", "max", "lines"] = "last"
+    max_lines: int = Field(default=3, ge=0, le=20, description="for agg=lines: keep at most this many matched lines")
+
+    @field_validator("pattern")
+    @classmethod
+    def _valid(cls, v: str) -> str:
+        return _check_pattern(v)
+
+
+class ClassifySpec(_Strict):
+    commands: list[str] = Field(default_factory=list, description="regexes on the tool call's command")
+    content: list[str] = Field(default_factory=list, description="regexes on the output: any match classifies it (when no command matched)")
+    content_required: bool = Field(default=False, description="require a content match even when the command matched")
+    min_lines: int = Field(default=3, ge=1, description="outputs shorter than this are left alone")
+    summary: str = Field(description="template: '{name}' fields from captures; '{lines}' '{command}' '{status}' always exist")
+    captures: list[CaptureSpec] = Field(default_factory=list)
+    optional: dict[str, str] = Field(default_factory=dict, description="name -> template appended only when capture 'name' is non-empty/non-zero")
+
+    @field_validator("commands", "content")
+    @classmethod
+    def _valid_list(cls, v: list[str]) -> list[str]:
+        return [_check_pattern(p) for p in v]
+
+
+class Rule(_Strict):
+    id: str = Field(pattern=RULE_ID)
+    stage: Literal["protect", "classify", "secret"] = "protect"
+    kind: Literal["regex", "line-block", "literal", "classify"]
+    family: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    description: str = Field(min_length=10)
+    priority: int = Field(default=50, ge=0, le=100)
+    enabled: bool = True
+    roles: list[Literal["system", "user", "assistant", "tool"]] = Field(default_factory=lambda: ["user", "assistant", "tool"])
+    prefilter: list[str] = Field(default_factory=list, description="literals: a line is only tried if it contains one of them")
+    prefilter_ignore_case: bool = False
+    regex_: RegexSpec | None = Field(default=None, alias="regex")
+    line_block: LineBlockSpec | None = Field(default=None, alias="line-block")
+    literal: LiteralSpec | None = None
+    classify: ClassifySpec | None = None
+    examples: Examples
+    source: str = Field(default="", description="file the rule came from (set by the loader)")
+
+    @model_validator(mode="after")
+    def _kind_section(self) -> "Rule":
+        section = {"regex": self.regex_, "line-block": self.line_block, "literal": self.literal,
+                   "classify": self.classify}
+        if section[self.kind] is None:
+            raise ValueError(f"kind = {self.kind!r} needs a [{self.kind}] section")
+        extra = [k for k, v in section.items() if v is not None and k != self.kind]
+        if extra:
+            raise ValueError(f"kind = {self.kind!r} but the file also has [{', '.join(extra)}]")
+        if (self.kind == "classify") != (self.stage == "classify"):
+            raise ValueError("kind 'classify' is only for stage 'classify' and vice versa")
+        if not self.examples.match:
+            raise ValueError("examples.match is empty: every rule needs texts it must find")
+        if not self.examples.no_match:
+            raise ValueError("examples.no_match is empty: every rule needs near-misses it must not find")
+        if self.examples.expect and len(self.examples.expect) > len(self.examples.match):
+            raise ValueError("examples.expect has more entries than examples.match")
+        if self.stage == "protect" and self.family not in FAMILIES:
+            raise ValueError(f"family {self.family!r} is not a protect family ({', '.join(FAMILIES)})")
+        return self

@@ -1,0 +1,48 @@
+"""Text hygiene: CRLF, ANSI escapes and ``\\r``-redrawn progress bars.
+
+``normalize`` returns the text the rules and the reader of the compacted output see: line
+endings are ``\\n``, escape sequences are gone, and a line redrawn in place with ``\\r`` keeps
+only its final state. The original bytes are what the store keeps.
+"""
+
+from __future__ import annotations
+
+import regex
+
+__all__ = ["CI_PREFIX", "normalize", "normalize_line", "strip_ansi"]
+
+# CSI (colours, cursor moves, bracketed paste), OSC (titles, hyperlinks), and lone ESC-x pairs.
+_ANSI = regex.compile(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Timestamps that CI systems put before every line (GitHub Actions / Azure raw logs).
+CI_PREFIX = regex.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def normalize_line(line: str) -> str:
+    """One line (no ``\\n``): ANSI removed, ``\\r`` redraws resolved to the last non-empty state."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:
+        parts = [p for p in line.split("\r") if p.strip()]
+        line = parts[-1] if parts else ""
+    return line
+
+
+def normalize(text: str) -> str:
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if "\r" in line:
+                parts = [p for p in line.split("\r") if p.strip()]
+                lines[i] = parts[-1] if parts else ""
+        text = "\n".join(lines)
+    return text
