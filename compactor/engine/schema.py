@@ -116,7 +116,7 @@ class CaptureSpec(_Strict):
     name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     pattern: str = Field(description="regex with one group (or none: then the match counts)")
     flags: list[Literal["IGNORECASE", "MULTILINE"]] = Field(default_factory=list)
-    agg: Literal["first", "last", "sum", "count", "max", "lines"] = "last"
+    agg: Literal["first", "last", "sum", "count", "max", "lines", "words"] = "last"
     max_lines: int = Field(default=3, ge=0, le=20, description="for agg=lines: keep at most this many matched lines")
 
     @field_validator("pattern")

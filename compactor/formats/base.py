@@ -12,18 +12,23 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Hashable, Iterable
 
 from ..errors import InputError
 from ..models import Diagnostic, Segment
 
 __all__ = [
+    "CallIndex",
     "Document",
     "Edits",
     "Format",
     "Probe",
     "RawInput",
     "get_at",
+    "jsonl_records",
+    "plan_drops",
+    "put_text",
+    "record_line",
     "set_at",
 ]
 
@@ -106,6 +111,144 @@ def set_at(data: Any, path: tuple[str | int, ...], value: Any) -> None:
     for key in path[:-1]:
         cur = cur[key]
     cur[path[-1]] = value
+
+
+def put_text(data: Any, path: tuple[str | int, ...], text: str) -> bool:
+    """Write a segment's new text at its origin; return False when nothing could be written.
+
+    Most origins hold a string. Some hold a JSON object or array (tool-call inputs such as
+    Anthropic ``tool_use.input``); the segment text is then the value's JSON, and a replacement
+    is written only when it parses back to the same JSON type (otherwise the call is kept as is,
+    which keeps the document valid).
+    """
+    if not path:
+        return False
+    try:
+        current = get_at(data, path)
+    except (KeyError, IndexError, TypeError):
+        return False
+    if isinstance(current, (dict, list)):
+        try:
+            value = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            return False
+        if type(value) is not type(current):
+            return False
+        set_at(data, path, value)
+        return True
+    set_at(data, path, text)
+    return True
+
+
+def plan_drops(segments: Iterable[Segment], drop: set[str], record_of: Callable[[Segment], Hashable | None],
+               pairs: Iterable[tuple[str, str]] = ()) -> set[Hashable]:
+    """Records to remove: those all of whose segments are dropped, kept API-valid.
+
+    ``record_of`` maps a segment to the record (message, event, line) that holds it, or None.
+    ``pairs`` are (call segment id, result segment id). A call and its result are removed
+    together or kept together: when a call's record goes, the result's record goes too if it
+    holds nothing else that stays; otherwise (and when only the result was dropped) both stay.
+    """
+    segs = list(segments)
+    if not drop:
+        return set()
+    by_record: dict[Hashable, list[str]] = {}
+    rec_of_seg: dict[str, Hashable] = {}
+    for s in segs:
+        rec = record_of(s)
+        if rec is None:
+            continue
+        by_record.setdefault(rec, []).append(s.id)
+        rec_of_seg[s.id] = rec
+    dropped = {rec for rec, ids in by_record.items() if all(sid in drop for sid in ids)}
+    pair_list = [(c, r) for c, r in pairs if c in rec_of_seg and r in rec_of_seg
+                 and rec_of_seg[c] != rec_of_seg[r]]
+    if not pair_list:
+        return dropped
+    call_of_result: dict[str, list[str]] = {}
+    for c, r in pair_list:
+        call_of_result.setdefault(r, []).append(c)
+    for _ in range(2 * len(pair_list) + 4):
+        changed = False
+        for c, r in pair_list:
+            rc, rr = rec_of_seg[c], rec_of_seg[r]
+            if rc in dropped and rr not in dropped:
+                # the result's record may go if everything else in it goes with it
+                ok = all(sid in drop or any(rec_of_seg[cc] in dropped for cc in call_of_result.get(sid, []))
+                         for sid in by_record[rr])
+                if ok:
+                    dropped.add(rr)
+                else:
+                    dropped.discard(rc)
+                changed = True
+            elif rr in dropped and rc not in dropped:
+                dropped.discard(rr)
+                changed = True
+        if not changed:
+            break
+    else:  # did not settle: keep every pair whose halves disagree
+        for c, r in pair_list:
+            if (rec_of_seg[c] in dropped) != (rec_of_seg[r] in dropped):
+                dropped.discard(rec_of_seg[c])
+                dropped.discard(rec_of_seg[r])
+    return dropped
+
+
+class CallIndex:
+    """Pairs tool calls with their results by id (never by position).
+
+    Ids can repeat in real files (SWE-agent replays reuse one id for several calls): a result
+    takes the oldest call with its id that has no result yet, else the newest call with that id.
+    ``pairs`` collects (call segment id, result segment id).
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self._last: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.pairs: list[tuple[str, str]] = []
+
+    def add_call(self, call_id: str | None, seg_id: str, **info: Any) -> None:
+        if not call_id:
+            return
+        self._open.setdefault(call_id, []).append((seg_id, info))
+        self._last[call_id] = (seg_id, info)
+
+    def match(self, call_id: str | None, result_seg_id: str) -> dict[str, Any] | None:
+        """Record the pairing; return the call's info (step, tool_name, command, ...) or None."""
+        if not call_id:
+            return None
+        waiting = self._open.get(call_id)
+        if waiting:
+            seg_id, info = waiting.pop(0)
+        elif call_id in self._last:
+            seg_id, info = self._last[call_id]
+        else:
+            return None
+        self.pairs.append((seg_id, result_seg_id))
+        return info
+
+    def has(self, call_id: str | None) -> bool:
+        return bool(call_id) and call_id in self._last
+
+
+def jsonl_records(probe: Probe) -> list[Any] | None:
+    """The records of a JSONL input (a lone JSON object counts as one record)."""
+    if probe.jsonl is not None:
+        return probe.jsonl
+    if probe.is_json and isinstance(probe.json_value, dict):
+        return [probe.json_value]
+    return None
+
+
+def record_line(probe: Probe, index: int) -> int:
+    """1-based line number of the index-th non-empty line (JSONL record) of the input."""
+    n = -1
+    for lineno, line in enumerate(probe.raw.text.split("\n"), start=1):
+        if line.strip():
+            n += 1
+            if n == index:
+                return lineno
+    return index + 1
 
 
 class Format:

@@ -1,0 +1,170 @@
+"""Classify a tool output (by its command, then its content) and render a semantic summary.
+
+Classifier rules are data (``rules/classify/*.toml``, ``kind = "classify"``). A rule matches
+when its ``commands`` regexes match the paired tool call's command, or (when no command is
+known or none matched) when one of its ``content`` regexes matches the output. Captures run over
+the output and feed the ``summary`` template, e.g.
+``npm install: {packages} packages, {warnings} warnings`` → ``npm install: 234 packages, 2 warnings``.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+from ..engine.matchers import _compile, _flags
+from ..engine.schema import Rule
+
+__all__ = ["Classification", "Classifier", "classify_example", "render_summary"]
+
+HEAD_LINES = 400  # content regexes look at the head and tail of an output only
+TAIL_LINES = 100
+CAPTURE_BUDGET = 0.05  # CPU seconds per capture call (whole output)
+
+
+@dataclass(frozen=True)
+class Classification:
+    rule_id: str
+    family: str
+    summary: str
+    fields: tuple[tuple[str, str], ...]
+
+
+class _SafeFormatter(string.Formatter):
+    def get_value(self, key, args, kwargs):  # noqa: D401 - missing fields render empty
+        if isinstance(key, str):
+            return kwargs.get(key, "")
+        return super().get_value(key, args, kwargs)
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec and isinstance(value, str):
+            try:
+                value = int(value)
+            except ValueError:
+                return value
+        return super().format_field(value, format_spec)
+
+
+_FMT = _SafeFormatter()
+
+
+def render_summary(template: str, fields: dict[str, str]) -> str:
+    try:
+        return _FMT.format(template, **fields)
+    except (ValueError, IndexError, KeyError):
+        return template
+
+
+def _present(v: str) -> bool:
+    return bool(v) and v not in ("0", "0.0")
+
+
+class _CompiledClassifier:
+    def __init__(self, rule: Rule):
+        spec = rule.classify
+        assert spec is not None
+        self.rule = rule
+        self.spec = spec
+        self.commands = [_compile(p, 0) for p in spec.commands]
+        self.content = [_compile(p, regex.MULTILINE) for p in spec.content]
+        self.captures = [(c, _compile(c.pattern, _flags(c.flags) | regex.MULTILINE)) for c in spec.captures]
+
+    def matches(self, text: str, lines: list[str], command: str | None) -> bool:
+        by_cmd = bool(command) and any(p.search(command[:4096]) for p in self.commands)
+        if by_cmd and not self.spec.content_required:
+            return True
+        if not self.content:
+            return False
+        if self.commands and command and not by_cmd:
+            return False  # the command says it is something else
+        window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
+            "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
+        try:
+            return any(p.search(window, timeout=CAPTURE_BUDGET) for p in self.content)
+        except TimeoutError:
+            return False  # not classified: left alone (fail toward preservation)
+
+    def fields(self, text: str, lines: list[str], command: str | None, exit_code: int | None) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for spec, pat in self.captures:
+            try:
+                ms = list(pat.finditer(text, timeout=CAPTURE_BUDGET))
+            except TimeoutError:
+                ms = []
+            vals = [m.group(1) if (m.re.groups and m.group(1) is not None) else m.group(0) for m in ms]
+            if spec.agg == "count":
+                out[spec.name] = str(len(ms))
+            elif not vals:
+                out[spec.name] = ""
+            elif spec.agg == "first":
+                out[spec.name] = vals[0].strip()
+            elif spec.agg == "last":
+                out[spec.name] = vals[-1].strip()
+            elif spec.agg == "words":
+                out[spec.name] = str(len(vals[-1].split()))
+            elif spec.agg in ("sum", "max"):
+                nums = []
+                for v in vals:
+                    try:
+                        nums.append(int(v.replace(",", "")))
+                    except ValueError:
+                        pass
+                out[spec.name] = str(sum(nums) if spec.agg == "sum" else max(nums, default=0))
+            elif spec.agg == "lines":
+                seen: list[str] = []
+                for m in ms:
+                    line = m.group(0).strip()
+                    if line not in seen:
+                        seen.append(line)
+                out[spec.name] = "; ".join(seen[: spec.max_lines]) + (f"; +{len(seen) - spec.max_lines} more"
+                                                                        if len(seen) > spec.max_lines else "")
+        out["lines"] = str(len(lines))
+        cmd = " ".join((command or "").split())
+        out["command"] = cmd if len(cmd) <= 80 else cmd[:77] + "..."
+        if exit_code is None:
+            out["status"] = "completed"
+        elif exit_code == 0:
+            out["status"] = "exit 0"
+        else:
+            out["status"] = f"exit {exit_code}"
+        return out
+
+    def render(self, fields: dict[str, str]) -> str:
+        text = render_summary(self.spec.summary, fields)
+        for name, tmpl in self.spec.optional.items():
+            if _present(fields.get(name, "")):
+                text += render_summary(tmpl, fields)
+        return " ".join(text.split())
+
+
+class Classifier:
+    def __init__(self, rules: list[Rule]):
+        self.compiled = [_CompiledClassifier(r) for r in sorted(rules, key=lambda r: (-r.priority, r.id))]
+
+    def classify(self, text: str, *, command: str | None = None, exit_code: int | None = None,
+                 lines: list[str] | None = None) -> Classification | None:
+        lines = lines if lines is not None else text.split("\n")
+        for c in self.compiled:
+            if len(lines) < c.spec.min_lines:
+                continue
+            if c.matches(text, lines, command):
+                f = c.fields(text, lines, command, exit_code)
+                return Classification(c.rule.id, c.rule.family, c.render(f), tuple(sorted(f.items())))
+        return None
+
+
+def classify_example(rule: Rule, text: str) -> tuple[bool, str]:
+    """For rule examples: an example may start with a ``$ command`` line giving the command."""
+    command = None
+    body = text
+    if text.startswith("$ "):
+        first, _, body = text.partition("\n")
+        command = first[2:]
+    c = _CompiledClassifier(rule)
+    lines = body.split("\n")
+    if len(lines) < rule.classify.min_lines or not c.matches(body, lines, command):  # type: ignore[union-attr]
+        return False, ""
+    return True, c.render(c.fields(body, lines, command, None))

@@ -1,0 +1,97 @@
+"""Repetition folding: runs of lines that differ only in numbers, ids, hashes, paths or
+timestamps become the first line, one fold marker with a count, and the last line.
+
+Streaming and cheap: one masking substitution per line (skipped for very long lines, which
+only fold when identical), then a comparison with the previous one or two templates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+import regex
+
+__all__ = ["FoldRun", "MIN_RUN", "fold_lines", "template_of"]
+
+MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
+MASK_MAX = 1000  # lines longer than this only fold when identical
+_MASK = regex.compile(
+    r"[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+"  # path-like token
+    r"|[0-9A-Fa-f]*+\d[0-9A-Fa-f]*+"  # numbers, hex ids, hashes
+)
+
+
+def template_of(line: str) -> str:
+    if len(line) > MASK_MAX:
+        return line
+    return _MASK.sub("#", line)
+
+
+@dataclass
+class FoldRun:
+    start: int  # index of the first folded line (0-based, in the input)
+    end: int  # index of the last folded line (inclusive)
+    period: int
+
+
+def find_runs(lines: list[str], protected: Callable[[int], bool] | None = None,
+              min_run: int = MIN_RUN) -> list[FoldRun]:
+    """Runs of at least ``min_run`` lines with the same template (period 1) or alternating
+    between two templates (period 2). Protected lines break runs."""
+    runs: list[FoldRun] = []
+    n = len(lines)
+    tmpl = [template_of(line) if line.strip() else None for line in lines]
+    i = 0
+    while i < n:
+        if tmpl[i] is None or (protected and protected(i)):
+            i += 1
+            continue
+        # period 1
+        j = i + 1
+        while j < n and tmpl[j] == tmpl[i] and not (protected and protected(j)):
+            j += 1
+        if j - i >= min_run:
+            runs.append(FoldRun(i, j - 1, 1))
+            i = j
+            continue
+        # period 2 (e.g. "Downloading x" / "Downloaded x")
+        if i + 1 < n and tmpl[i + 1] is not None and tmpl[i + 1] != tmpl[i]:
+            j = i + 2
+            while j < n and tmpl[j] == tmpl[j - 2] and not (protected and protected(j)):
+                j += 1
+            if j - i >= 2 * min_run:
+                if (j - i) % 2:
+                    j -= 1
+                runs.append(FoldRun(i, j - 1, 2))
+                i = j
+                continue
+        i += 1
+    return runs
+
+
+def fold_lines(lines: list[str], marker: Callable[[list[str], FoldRun], str],
+               protected: Callable[[int], bool] | None = None, min_run: int = MIN_RUN) -> tuple[list[str], list[FoldRun]]:
+    """Return the folded lines and the runs folded. ``marker(original_lines, run)`` renders
+    the fold line (and may store the originals)."""
+    runs = find_runs(lines, protected, min_run)
+    if not runs:
+        return lines, []
+    out: list[str] = []
+    pos = 0
+    for run in runs:
+        out.extend(lines[pos:run.start])
+        keep = run.period
+        out.extend(lines[run.start:run.start + keep])
+        inner_a, inner_b = run.start + keep, run.end - keep
+        if inner_b >= inner_a:
+            out.append(marker(lines, FoldRun(inner_a, inner_b, run.period)))
+        out.extend(lines[run.end - keep + 1:run.end + 1])
+        pos = run.end + 1
+    out.extend(lines[pos:])
+    return out, runs
+
+
+def iter_templates(lines: Iterable[str]) -> Iterator[str]:
+    for line in lines:
+        yield template_of(line)

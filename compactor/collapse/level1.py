@@ -1,0 +1,234 @@
+"""Level 1: collapse benign tool output into semantic placeholders, keep protected spans verbatim.
+
+For one tool output:
+
+1. normalise (CRLF, ANSI, ``\\r`` redraws) and run the protect rules;
+2. long traces keep their header and message, every ``file:line`` frame, numbers, and the first
+   and last lines; the rest of the trace is elided behind a reference;
+3. a classified output with nothing protected becomes one line, e.g.
+   ``[npm install: 234 packages, 0 errors, 2 warnings · ref c-3f9a0c17d2b4e881]``;
+4. a classified output with protected parts keeps them (with a few lines of context) and
+   collapses the benign regions around them;
+5. repeated lines fold into first line, a count, and last line (classified or not);
+6. the result is used only if it is smaller than the original.
+
+The original bytes of everything collapsed go to the store; every reference expands back to
+them exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import regex
+
+from ..detect import Detector
+from ..engine.matchers import TextView
+from ..models import Diagnostic, Placeholder, Span
+from ..normalize import normalize
+from .classify import Classification, Classifier
+from .fold import find_runs
+from .store import Store
+
+__all__ = ["Level1", "SegmentOutcome", "placeholder_line", "PLACEHOLDER_RE"]
+
+PLACEHOLDER_RE = regex.compile(r"\[[^\[\]\n]{0,400}?· ref (c-[0-9a-f]{16})\]")
+_FRAME = regex.compile(
+    r"""(?x)
+    [\w./\\-]+\.(?:py|java|kt|scala|js|mjs|cjs|ts|tsx|jsx|go|rs|rb|php|cs|c|cc|cpp|cxx|h|hpp|m|mm|swift|dart|ex|exs|erl)
+      (?:\"?,\ line\ \d+|:\d+|\(\d+)
+    | \(\w[\w$]*\.(?:java|kt|scala):\d+\)
+    | \bat\ .+:\d+:\d+\)?$
+    | \bin\ .+:line\ \d+
+    """
+)
+_HEADLINE = regex.compile(r"(?i)(?:error|exception|panic|fatal|failed|caused by|assert|signal|abort|traceback)")
+_KEYNUM = regex.compile(r"\b[A-Za-z_][\w.-]*\s*[=:]\s*-?\d")
+
+
+def placeholder_line(summary: str, ref: str) -> str:
+    return f"[{summary} · ref {ref}]"
+
+
+def _est(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+@dataclass
+class SegmentOutcome:
+    text: str
+    changed: bool
+    spans: list[Span] = field(default_factory=list)
+    placeholders: list[Placeholder] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    classification: str | None = None
+
+
+class Level1:
+    def __init__(self, detector: Detector, classifier: Classifier, store: Store, config):
+        self.detector = detector
+        self.classifier = classifier
+        self.store = store
+        self.config = config
+
+    # ------------------------------------------------------------------ helpers
+    def _put(self, original: str, summary: str, rule_id: str, segment_id: str | None,
+             line_start: int, line_end: int) -> tuple[str, Placeholder]:
+        data = original.encode("utf-8", errors="surrogatepass")
+        ref = self.store.put(data)
+        line = placeholder_line(summary, ref)
+        ph = Placeholder(id=ref, rule_id=rule_id, summary=summary, sha256=hashlib.sha256(data).hexdigest(),
+                         segment_id=segment_id, line_start=line_start, line_end=line_end,
+                         tokens_before=_est(original), tokens_after=_est(line))
+        return line, ph
+
+    def detect(self, text: str, *, role: str, segment_id: str | None, step_id: str | None):
+        norm = normalize(text)
+        view = TextView(norm)
+        det = self.detector.detect_view(view, role=role, segment_id=segment_id, step_id=step_id)
+        return norm, view, det
+
+    # ------------------------------------------------------------------ main entry
+    def collapse(self, text: str, *, role: str = "tool", segment_id: str | None = None,
+                 step_id: str | None = None, command: str | None = None, exit_code: int | None = None,
+                 collapse: bool = True) -> SegmentOutcome:
+        norm, view, det = self.detect(text, role=role, segment_id=segment_id, step_id=step_id)
+        spans = list(det.spans)
+        out = SegmentOutcome(text, False, spans, [], list(det.diagnostics))
+        if not collapse:
+            return out
+        if det.protect_all:
+            return out
+        lines = view.lines
+        orig_lines = text.split("\n")
+        if len(orig_lines) != len(lines):  # cannot map back exactly: store normalised lines
+            orig_lines = lines
+        n = len(lines)
+        cfg = self.config
+        protected = det.protected_lines(context=cfg.context_lines, nlines=n)
+        placeholders: list[Placeholder] = []
+
+        # 1. long traces: elide the middle, keep what matters
+        elide: dict[int, tuple[int, int]] = {}  # start line -> (end line, span index) of elided runs
+        new_spans: list[Span] = []
+        for sp in spans:
+            nl = sp.line_end - sp.line_start + 1
+            if sp.family != "trace" or nl <= cfg.long_trace_lines:
+                new_spans.append(sp)
+                continue
+            a, b = sp.line_start - 1, sp.line_end - 1
+            keep = set(range(a, a + cfg.long_trace_keep)) | set(range(b - cfg.long_trace_keep + 1, b + 1))
+            for i in range(a, b + 1):
+                ln = lines[i]
+                if _FRAME.search(ln[:2000]) or _HEADLINE.search(ln[:2000]) or _KEYNUM.search(ln[:2000]):
+                    keep.add(i)
+            runs: list[tuple[int, int]] = []
+            i = a
+            while i <= b:
+                if i in keep:
+                    i += 1
+                    continue
+                j = i
+                while j + 1 <= b and (j + 1) not in keep:
+                    j += 1
+                if j - i + 1 >= 3:
+                    runs.append((i, j))
+                i = j + 1
+            if not runs:
+                new_spans.append(sp)
+                continue
+            kept_text: list[str] = []
+            pos = a
+            for (x, y) in runs:
+                kept_text.extend(lines[pos:x])
+                original = "\n".join(orig_lines[x:y + 1])
+                line, ph = self._put(original, f"… {y - x + 1} trace lines elided", sp.rule_id, segment_id, x + 1, y + 1)
+                placeholders.append(ph)
+                kept_text.append(line)
+                elide[x] = (y, len(placeholders) - 1)
+                pos = y + 1
+            kept_text.extend(lines[pos:b + 1])
+            new_spans.append(sp.model_copy(update={"text": "\n".join(kept_text), "elided": True}))
+        spans = new_spans
+
+        # 2. classify the whole output
+        cls: Classification | None = None
+        if role == "tool":
+            cls = self.classifier.classify(norm, command=command, exit_code=exit_code, lines=lines)
+        out.classification = cls.rule_id if cls else None
+
+        result_lines: list[str]
+        if cls is not None and not protected and n >= cfg.min_collapse_lines:
+            line, ph = self._put(text, cls.summary, cls.rule_id, segment_id, 1, n)
+            result_lines = [line]
+            placeholders = [ph]
+        else:
+            result_lines = self._mixed(lines, orig_lines, protected, elide, cls, segment_id, placeholders)
+
+        new_text = "\n".join(result_lines)
+        if new_text == text or _est(new_text) >= _est(text):
+            out.spans = list(det.spans)
+            return out  # not worth it: keep the original
+        out.text = new_text
+        out.changed = True
+        out.spans = spans
+        out.placeholders = placeholders
+        return out
+
+    def _mixed(self, lines: list[str], orig_lines: list[str], protected: set[int],
+               elide: dict[int, tuple[int, int]], cls: Classification | None, segment_id: str | None,
+               placeholders: list[Placeholder]) -> list[str]:
+        cfg = self.config
+        n = len(lines)
+        res: list[str] = []
+        i = 0
+        first_region = True
+        while i < n:
+            if i in elide:
+                y, k = elide[i]
+                res.append(placeholder_line(placeholders[k].summary, placeholders[k].id))
+                i = y + 1
+                continue
+            if i in protected:
+                res.append(lines[i])
+                i += 1
+                continue
+            j = i
+            while j + 1 < n and (j + 1) not in protected and (j + 1) not in elide:
+                j += 1
+            region = lines[i:j + 1]
+            if cls is not None and len(region) >= cfg.min_collapse_lines:
+                original = "\n".join(orig_lines[i:j + 1])
+                summary = (cls.summary + f"; {len(region)} lines collapsed") if first_region \
+                    else f"… {len(region)} more lines of {cls.family} output"
+                line, ph = self._put(original, summary, cls.rule_id, segment_id, i + 1, j + 1)
+                placeholders.append(ph)
+                res.append(line)
+                first_region = False
+            else:
+                res.extend(self._fold(region, orig_lines[i:j + 1], i, segment_id, placeholders))
+            i = j + 1
+        return res
+
+    def _fold(self, region: list[str], orig_region: list[str], offset: int, segment_id: str | None,
+              placeholders: list[Placeholder]) -> list[str]:
+        runs = find_runs(region)
+        if not runs:
+            return region
+        out: list[str] = []
+        pos = 0
+        for run in runs:
+            keep = run.period
+            out.extend(region[pos:run.start + keep])
+            a, b = run.start + keep, run.end - keep
+            if b >= a:
+                original = "\n".join(orig_region[a:b + 1])
+                line, ph = self._put(original, f"… {b - a + 1} similar lines folded", "fold.repeated-lines",
+                                     segment_id, offset + a + 1, offset + b + 1)
+                placeholders.append(ph)
+                out.append(line)
+            out.extend(region[b + 1:run.end + 1])
+            pos = run.end + 1
+        out.extend(region[pos:])
+        return out

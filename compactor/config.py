@@ -1,0 +1,50 @@
+"""Configuration, validated at the edge."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+__all__ = ["CompactorConfig", "make_config"]
+
+
+class CompactorConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    level: Literal["auto", 0, 1, 2, 3] = Field(default="auto", description="auto: escalate until the budget is met (Level 1 when no budget)")
+    budget: int | None = Field(default=None, ge=1, description="target size of the output in tokens")
+    objective: str | None = Field(default=None, description="current objective (overrides what the input says)")
+    lang: Literal["en", "zh"] = "en"
+    rules: tuple[str, ...] = Field(default=(), description="extra rule directories")
+    encoding: str = "cl100k_base"
+    keep_recent: int = Field(default=3, ge=0, description="the last K tool outputs stay raw")
+    keep_recent_turns: int = Field(default=6, ge=0, description="Level 2: the last N messages stay raw, older ones go into the anchor")
+    context_lines: int = Field(default=2, ge=0, le=20, description="lines of context kept around protected spans")
+    min_collapse_lines: int = Field(default=6, ge=2, description="benign regions shorter than this are kept")
+    long_trace_lines: int = Field(default=80, ge=10, description="traces longer than this keep header, frames, first/last lines")
+    long_trace_keep: int = Field(default=5, ge=1, description="first and last lines kept verbatim in a long trace")
+    file_read_lines: int = Field(default=40, ge=5, description="file reads longer than this become path + line range")
+    max_json_depth: int = Field(default=512, ge=8, le=10_000)
+    store: str | None = Field(default=None, description="None = in-memory; a directory or a .sqlite file")
+    redact: bool = False
+    handoff_after: int = Field(default=2, ge=1, description="recommend a new session after this many Level 3 compactions")
+    llm: str | None = None
+    llm_base_url: str | None = None
+    llm_timeout: float = 60.0
+    llm_retries: int = 2
+
+
+def make_config(config: CompactorConfig | None = None, **options) -> CompactorConfig:
+    try:
+        if config is None:
+            return CompactorConfig(**options)
+        if options:
+            return config.model_copy(update=CompactorConfig(**{**config.model_dump(), **options}).model_dump())
+        return config
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"invalid option {field}: {err['msg']}") from None

@@ -1,0 +1,286 @@
+"""The pipeline: read → normalise/detect → collapse (Level 1) → anchor (Level 2) → budget
+(Level 3) → self-check → write.
+
+:class:`Compactor` holds everything that is expensive to build (compiled rules, the store, the
+token counter) and a per-segment cache keyed by content hash, so an agent calling
+``compact()`` every turn on its growing message list only pays for the new messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .collapse.classify import Classifier
+from .collapse.level1 import Level1, SegmentOutcome
+from .collapse.store import Store, open_store
+from .config import CompactorConfig, make_config
+from .detect import Detector
+from .engine import load_rules
+from .errors import InputError
+from .formats import Document, Edits, Probe, RawInput, get_format, read_document
+from .inputs import make_probe, read_input
+from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, Span
+from .tokens import get_counter
+
+__all__ = ["Compactor", "PipelineState", "compact", "load_document"]
+
+CACHE_SIZE = 20_000
+
+
+@dataclass
+class PipelineState:
+    """Private, mutable working state of one compaction. Only frozen results leave it."""
+
+    doc: Document
+    config: CompactorConfig
+    outcomes: dict[str, SegmentOutcome] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # segment id -> current text
+    dropped: set[str] = field(default_factory=set)
+    summary: str | None = None
+    anchor: Anchor | None = None
+    level: int = 0
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    placeholders: list[Placeholder] = field(default_factory=list)
+    stages: list[str] = field(default_factory=list)
+    self_check: Any = None
+    exit_signal: bool = False
+    recommend_new_session: bool = False
+    handoff: str | None = None
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.doc.segments
+
+    def spans(self) -> list[Span]:
+        out: list[Span] = []
+        for s in self.doc.segments:
+            o = self.outcomes.get(s.id)
+            if o is not None:
+                out.extend(o.spans)
+        return out
+
+
+def load_document(data: Any, *, format: str = "auto", max_json_depth: int = 512,
+                  source: str | None = None) -> Document:
+    """Turn a path, bytes, text, or already-parsed messages into a :class:`Document`."""
+    if isinstance(data, Document):
+        return data
+    if isinstance(data, Path) or (isinstance(data, str) and _looks_like_path(data)):
+        raw = read_input(data)
+        return read_document(make_probe(raw, max_depth=max_json_depth), format)
+    if isinstance(data, (bytes, bytearray)):
+        from .inputs import decode_bytes
+
+        raw = decode_bytes(bytes(data), source or "<bytes>")
+        return read_document(make_probe(raw, max_depth=max_json_depth), format)
+    if isinstance(data, str):
+        raw = RawInput(data, source or "<text>")
+        return read_document(make_probe(raw, max_depth=max_json_depth), format)
+    if isinstance(data, (list, dict)):
+        import json
+
+        try:
+            text = json.dumps(data, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InputError(f"messages are not JSON-serialisable: {exc}", source=source or "<messages>") from None
+        probe = Probe(RawInput(text, source or "<messages>"), json_value=data, is_json=True)
+        return read_document(probe, format)
+    raise InputError(f"cannot compact a {type(data).__name__}: pass a path, text, bytes, or a list/dict of messages")
+
+
+def _looks_like_path(s: str) -> bool:
+    if "\n" in s or len(s) > 4096 or not s.strip():
+        return False
+    if s.lstrip()[:1] in "[{":
+        return False
+    try:
+        return os.path.exists(s) or s == "-"
+    except (OSError, ValueError):
+        return False
+
+
+def _key(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode("utf-8", errors="surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+class Compactor:
+    """Reusable compactor. Build once, call :meth:`compact` as often as you like."""
+
+    def __init__(self, config: CompactorConfig | None = None, *, store: Store | None = None, **options):
+        self.config = make_config(config, **options)
+        self.ruleset = load_rules(list(self.config.rules))
+        self.detector = Detector(self.ruleset)
+        self.classifier = Classifier(self.ruleset.stage("classify"))
+        self.store = store if store is not None else open_store(self.config.store)
+        self.counter = get_counter(self.config.encoding)
+        self.level1 = Level1(self.detector, self.classifier, self.store, self.config)
+        self._cache: OrderedDict[str, SegmentOutcome] = OrderedDict()
+        self._fingerprint = self.ruleset.fingerprint() + self.config.model_dump_json()
+        self.level3_count = 0  # how many compactions needed Level 3 (exit signal)
+
+    # ------------------------------------------------------------------ public API
+    def compact(self, data: Any, *, format: str = "auto", **overrides) -> CompactionResult:
+        config = make_config(self.config, **overrides) if overrides else self.config
+        doc = load_document(data, format=format, max_json_depth=config.max_json_depth)
+        state = PipelineState(doc, config)
+        state.diagnostics.extend(doc.diagnostics)
+        self._level1(state)
+        self._higher_levels(state)
+        return self._finish(state)
+
+    def expand(self, ref: str) -> str:
+        return self.store.get(ref).decode("utf-8", errors="surrogatepass")
+
+    def scan(self, text: str, *, role: str = "tool") -> list[Span]:
+        from .normalize import normalize
+
+        return list(self.detector.detect(normalize(text), role=role).spans)
+
+    # ------------------------------------------------------------------ stages
+    def _outcome(self, seg: Segment, collapse: bool) -> SegmentOutcome:
+        key = _key(self._fingerprint, seg.text, seg.role.value, seg.kind.value, seg.command, seg.exit_code,
+                   collapse, seg.id, seg.step_id)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        out = self.level1.collapse(seg.text, role=seg.role.value, segment_id=seg.id, step_id=seg.step_id,
+                                   command=seg.command, exit_code=seg.exit_code, collapse=collapse)
+        self._cache[key] = out
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return out
+
+    def _level1(self, state: PipelineState) -> None:
+        cfg = state.config
+        segs = state.segments
+        results = [s for s in segs if s.kind == SegmentKind.tool_result]
+        recent = {s.id for s in results[len(results) - cfg.keep_recent:]} if cfg.keep_recent and len(results) > 1 else set()
+        apply = cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)
+        for seg in segs:
+            collapse = apply and seg.kind == SegmentKind.tool_result and seg.id not in recent and not seg.meta
+            if seg.kind == SegmentKind.tool_call:
+                collapse = False
+            o = self._outcome(seg, collapse)
+            state.outcomes[seg.id] = o
+            state.texts[seg.id] = o.text
+            state.diagnostics.extend(o.diagnostics)
+            state.placeholders.extend(o.placeholders)
+            if o.changed:
+                state.level = max(state.level, 1)
+        state.stages.append("level1" if apply else "detect")
+
+    def _higher_levels(self, state: PipelineState) -> None:
+        """Level 2 (anchor) and Level 3 (budget), when the modules providing them are present."""
+        try:
+            from .policy.escalate import escalate
+        except ImportError:
+            return
+        escalate(self, state)
+
+    def _finish(self, state: PipelineState) -> CompactionResult:
+        doc = state.doc
+        fmt = get_format(doc.format)
+        replace = {sid: t for sid, t in state.texts.items()
+                   if sid not in state.dropped and t != doc.segment(sid).text}
+        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary)
+        messages = fmt.write(doc, edits)
+        before = sum(self.counter.count(s.text) for s in doc.segments)
+        after = sum(self.counter.count(state.texts[s.id]) for s in doc.segments if s.id not in state.dropped)
+        if state.summary:
+            after += self.counter.count(state.summary)
+        placeholders = _unique_placeholders(state.placeholders, state.dropped)
+        report = Report(
+            format=doc.format,
+            tokens_before=before,
+            tokens_after=after,
+            token_counter=self.counter.name,
+            level=state.level,
+            levels_available=_levels_available(),
+            budget=state.config.budget,
+            protected=sorted(state.spans(), key=lambda s: (_seg_index(doc, s.segment_id), s.start, s.rule_id)),
+            placeholders=placeholders,
+            diagnostics=_unique_diags(state.diagnostics),
+            self_check=state.self_check,
+            exit_signal=state.exit_signal,
+            recommend_new_session=state.recommend_new_session,
+            segments=len(doc.segments),
+            stages=state.stages,
+        )
+        return CompactionResult(format=doc.format, messages=messages, anchor=state.anchor, report=report,
+                                handoff=state.handoff)
+
+
+def _seg_index(doc: Document, sid: str | None) -> int:
+    if sid is None:
+        return -1
+    idx = doc.state.get("_index")
+    if idx is None:
+        idx = doc.state["_index"] = {s.id: s.index for s in doc.segments}
+    return idx.get(sid, -1)
+
+
+def _levels_available() -> list[int]:
+    levels = [1]
+    try:
+        from . import anchor as _a  # noqa: F401
+
+        if hasattr(_a, "build_anchor"):
+            levels.append(2)
+    except ImportError:
+        pass
+    try:
+        from .policy import escalate as _e  # noqa: F401
+
+        levels.append(3)
+    except ImportError:
+        pass
+    return levels
+
+
+def _unique_placeholders(phs: list[Placeholder], dropped: set[str]) -> list[Placeholder]:
+    seen: set[tuple[str, str | None]] = set()
+    out = []
+    for p in phs:
+        k = (p.id, p.segment_id)
+        if k in seen or (p.segment_id in dropped):
+            continue
+        seen.add(k)
+        out.append(p)
+    return out
+
+
+def _unique_diags(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen = set()
+    out = []
+    for d in diags:
+        k = (d.code, d.message, d.rule_id, d.segment_id, d.position)
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(d)
+    return out
+
+
+_DEFAULT: dict[str, Compactor] = {}
+
+
+def compact(data: Any, *, format: str = "auto", config: CompactorConfig | None = None, **options) -> CompactionResult:
+    """Compact a trajectory, log or message list: a path, text, bytes, or parsed messages."""
+    cfg = make_config(config, **options)
+    key = cfg.model_dump_json()
+    comp = _DEFAULT.get(key)
+    if comp is None:
+        if len(_DEFAULT) > 8:
+            _DEFAULT.clear()
+        comp = _DEFAULT[key] = Compactor(cfg)
+    return comp.compact(data, format=format)
