@@ -1,1 +1,67 @@
-"""compactor: deterministic context compaction for agent trajectories and logs."""
+"""compactor: deterministic context compaction for agent trajectories and logs.
+
+Keeps every error, trace, ``file:line``, key number, user constraint, decision and failed
+approach verbatim; collapses benign tool output into semantic placeholders that expand back;
+builds a structured anchor memory; an LLM is optional and guarded.
+
+>>> import compactor
+>>> result = compactor.compact("run.traj.json")          # doctest: +SKIP
+>>> result.report.tokens_before, result.report.tokens_after  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .config import CompactorConfig
+from .errors import (
+    BudgetError,
+    CompactorError,
+    ConfigError,
+    InputError,
+    LimitError,
+    LLMError,
+    RuleError,
+    StoreError,
+)
+from .formats import Document, Edits, REGISTRY as FORMATS
+from .models import (
+    Anchor,
+    CompactionResult,
+    Diagnostic,
+    Placeholder,
+    Report,
+    Segment,
+    Span,
+)
+from .pipeline import Compactor, compact, load_document
+from .engine import load_rules
+from .tokens import get_counter
+
+__all__ = [
+    "FORMATS",
+    "Anchor",
+    "BudgetError",
+    "CompactionResult",
+    "Compactor",
+    "CompactorConfig",
+    "CompactorError",
+    "ConfigError",
+    "Diagnostic",
+    "Document",
+    "Edits",
+    "InputError",
+    "LLMError",
+    "LimitError",
+    "Placeholder",
+    "Report",
+    "RuleError",
+    "Segment",
+    "Span",
+    "StoreError",
+    "__version__",
+    "compact",
+    "get_counter",
+    "load_document",
+    "load_rules",
+]

@@ -115,7 +115,10 @@ def _key(*parts: Any) -> str:
 class Compactor:
     """Reusable compactor. Build once, call :meth:`compact` as often as you like."""
 
-    def __init__(self, config: CompactorConfig | None = None, *, store: Store | None = None, **options):
+    def __init__(self, config: CompactorConfig | None = None, *, store: Store | str | None = None, **options):
+        if isinstance(store, (str, os.PathLike)):
+            options["store"] = str(store)
+            store = None
         self.config = make_config(config, **options)
         self.ruleset = load_rules(list(self.config.rules))
         self.detector = Detector(self.ruleset)

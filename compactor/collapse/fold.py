@@ -18,7 +18,7 @@ MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
 MASK_MAX = 1000  # lines longer than this only fold when identical
 _MASK = regex.compile(
     r"[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+"  # path-like token
-    r"|[0-9A-Fa-f]*+\d[0-9A-Fa-f]*+"  # numbers, hex ids, hashes
+    r"|[A-Fa-f]*+\d[0-9A-Fa-f]*+"  # numbers, hex ids, hashes
 )
 
 

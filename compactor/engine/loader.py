@@ -92,6 +92,11 @@ def load_rules(dirs: list[str | os.PathLike[str]] | None = None, *, builtin: boo
 
 @lru_cache(maxsize=32)
 def _load_cached(dirs: tuple[str, ...], builtin: bool) -> RuleSet:
+    return load_uncached(dirs, builtin)
+
+
+def load_uncached(dirs: tuple[str, ...], builtin: bool) -> RuleSet:
+    """Load without the process cache (``compactor rules test`` sees edits at once)."""
     roots: list[Path] = []
     if builtin:
         roots.append(builtin_rules_dir())

@@ -35,10 +35,11 @@ def detect(probe: Probe) -> Format:
         if ok:
             return fmt
         reasons.append(f"{fmt.name}: {why}")
+    hint = " (if this is a plain log, pass --format text)"
     if probe.jsonl_error:
-        raise InputError(probe.jsonl_error, source=probe.raw.source)
+        raise InputError(probe.jsonl_error + hint, source=probe.raw.source)
     if probe.json_error:
-        raise InputError(f"malformed JSON: {probe.json_error}", source=probe.raw.source)
+        raise InputError(f"malformed JSON: {probe.json_error}{hint}", source=probe.raw.source)
     raise InputError("unrecognised layout; tried " + "; ".join(reasons), source=probe.raw.source)
 
 

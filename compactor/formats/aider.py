@@ -1,1 +1,188 @@
-"""Layout module (to be written)."""
+"""Aider chat history (``.aider.chat.history.md``).
+
+Line-oriented Markdown appended across sessions. ``# aider chat started at ...`` opens a
+session (kept, not a segment). A run of ``#### `` lines is one user message; a run of ``> ``
+lines is aider's console output (role ``tool``, kind ``tool_result``: warnings, prompts,
+``Applied edit``, token counts, provider errors); everything else up to the next user/console
+line is the assistant's reply (lines inside a ``` fence always belong to the reply). Aider
+keeps no ids, no tool-call structure and no ``/run`` output, so there are no calls and no
+``call_id``s.
+
+``Document.data`` is the list of lines (line endings kept). A segment's ``origin`` is
+``(start_line, end_line)``: 0-based, end exclusive; its id is ``m<start_line>``. User and
+console texts are given without their prefixes and trailing Markdown line breaks. With no
+edits the writer returns the original text byte for byte; with edits it re-renders only the
+edited ranges (a new assistant line that would read as a user/console/header line gets one
+leading space).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from ..models import Role, Segment, SegmentKind
+from . import register
+from .base import Document, Edits, Format, Probe
+
+_HEADER = regex.compile(r"(?m)^# aider chat started at ")
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on '\\n' only, keeping the endings ("".join gives the text back exactly)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _kind(line: str) -> str:
+    if line.startswith("# aider chat started at"):
+        return "header"
+    if line.startswith("#### ") or line.rstrip() == "####":
+        return "user"
+    if line.startswith("> ") or line.rstrip() == ">":
+        return "tool"
+    if not line.strip():
+        return "blank"
+    return "assistant"
+
+
+def _strip(line: str, kind: str) -> str:
+    body = line[5:] if kind == "user" else line[2:] if line.startswith("> ") else line[1:]
+    if kind == "user" and not line.startswith("#### "):
+        body = ""
+    return body.rstrip()
+
+
+@register
+class AiderFormat(Format):
+    name = "aider"
+    title = "Aider .aider.chat.history.md"
+    detection = "Markdown with '# aider chat started at' session lines, '#### ' user lines and '> ' console lines"
+    container = "text"
+
+    def sniff(self, probe: Probe) -> tuple[bool, str]:
+        if _HEADER.search(probe.raw.text[:65536]) is None:
+            return False, "no '# aider chat started at' line"
+        return True, "aider chat history"
+
+    def read(self, probe: Probe) -> Document:
+        lines = split_lines(probe.raw.text)
+        if not any(_kind(line) == "header" for line in lines):
+            raise self.fail(probe, "no '# aider chat started at' session line")
+        blocks = parse_blocks(lines)
+        segments: list[Segment] = []
+        step = 0
+        for kind, start, end in blocks:
+            if kind == "user":
+                step += 1
+                text = "\n".join(_strip(line, "user") for line in lines[start:end])
+                role, skind = Role.user, SegmentKind.message
+            elif kind == "tool":
+                text = "\n".join(_strip(line, "tool") for line in lines[start:end])
+                role, skind = Role.tool, SegmentKind.tool_result
+            else:
+                text = "".join(lines[start:end])
+                text = text[:-1] if text.endswith("\n") else text
+                role, skind = Role.assistant, SegmentKind.message
+            st = max(step, 1)
+            segments.append(Segment(id=f"m{start}", index=len(segments), step=st, step_id=f"s{st}",
+                                    role=role, kind=skind, text=text, origin=(start, end)))
+        doc = Document(self.name, lines, segments, probe.raw.source)
+        doc.state["sessions"] = [n for n, line in enumerate(lines) if _kind(line) == "header"]
+        return doc
+
+    def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        lines: list[str] = list(doc.data)
+        if edits is None or edits.is_empty():
+            return "".join(lines)
+        by_start = {int(s.origin[0]): s for s in doc.segments if len(s.origin) == 2}
+        dropped_starts = sorted(int(s.origin[0]) for s in doc.segments if s.id in edits.drop and len(s.origin) == 2)
+        insert_at: int | None = dropped_starts[0] if dropped_starts else None
+        if insert_at is None and edits.summary:
+            users = [int(s.origin[0]) for s in doc.segments if s.role == Role.user and len(s.origin) == 2]
+            firsts = [int(s.origin[0]) for s in doc.segments if len(s.origin) == 2]
+            insert_at = users[0] if users else (firsts[0] if firsts else len(lines))
+        out: list[str] = []
+        n = 0
+        while n <= len(lines):
+            if edits.summary and n == insert_at:
+                if out and not out[-1].endswith("\n"):
+                    out[-1] += "\n"
+                out.append(self.make_message("user", edits.summary))
+                out.append("\n")
+            if n == len(lines):
+                break
+            seg = by_start.get(n)
+            if seg is None:
+                out.append(lines[n])
+                n += 1
+                continue
+            end = int(seg.origin[1])
+            if seg.id in edits.drop:
+                n = end
+                if n < len(lines) and _kind(lines[n]) == "blank":
+                    n += 1  # the separator after the dropped block
+                continue
+            if seg.id in edits.replace:
+                ending = "\n" if lines[end - 1].endswith("\n") else ""
+                rendered = self._render(seg.role, edits.replace[seg.id])
+                if rendered and not ending:
+                    rendered = rendered[:-1]
+                out.append(rendered)
+            else:
+                out.extend(lines[n:end])
+            n = end
+        return "".join(out)
+
+    def _render(self, role: Role, text: str) -> str:
+        body = text.rstrip("\n").split("\n") if text.strip("\n") else []
+        if role == Role.user:
+            return "".join(f"#### {line.rstrip()}  \n" for line in body) if body else "####\n"
+        if role == Role.tool:
+            return "".join((f"> {line.rstrip()}  \n" if line.strip() else ">  \n") for line in body) if body else ">  \n"
+        out = []
+        for line in body:
+            if _kind(line) in ("user", "tool", "header"):
+                line = " " + line
+            out.append(line + "\n")
+        return "".join(out)
+
+    def make_message(self, role: str, text: str) -> Any:
+        return self._render(Role.user if role == "user" else Role.assistant if role == "assistant" else Role.tool, text)
+
+
+def parse_blocks(lines: list[str]) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of each user/tool/assistant block, in order."""
+    blocks: list[tuple[str, int, int]] = []
+    n = 0
+    total = len(lines)
+    while n < total:
+        kind = _kind(lines[n])
+        if kind in ("header", "blank"):
+            n += 1
+            continue
+        start = n
+        if kind in ("user", "tool"):
+            while n < total and _kind(lines[n]) == kind:
+                n += 1
+            blocks.append((kind, start, n))
+            continue
+        # assistant: up to the next user/tool/header line outside a fence, trailing blanks excluded
+        in_fence = False
+        last = n
+        while n < total:
+            k = _kind(lines[n])
+            if not in_fence and k in ("user", "tool", "header"):
+                break
+            if lines[n].lstrip().startswith("```"):
+                in_fence = not in_fence
+            if k != "blank" or in_fence:
+                last = n
+            n += 1
+        blocks.append(("assistant", start, last + 1))
+        n = last + 1
+    return blocks

@@ -1,1 +1,221 @@
-"""Layout module (to be written)."""
+"""Gemini CLI ``--output-format stream-json`` transcripts.
+
+One event per line, keyed by ``type``: ``init`` (session start; a file can hold several),
+``message`` (``role`` user/assistant, ``content``; assistant text streams as ``delta: true``
+chunks), ``tool_use {tool_name, tool_id, parameters}``, ``tool_result {tool_id, status,
+output?, error?: {type, message}}``, ``error`` (a CLI warning/error) and ``result`` (stats).
+
+- A run of consecutive assistant delta chunks is one segment (ids ``m<i>`` of the first
+  chunk). Writing a replacement puts the new text in the first chunk and empties the others.
+- ``tool_use`` is a ``tool_call`` whose text is the JSON of ``parameters``; ``tool_result`` is
+  paired by ``tool_id``. ``status: "error"`` → ``is_error``; an ``Exit Code: N`` line in shell
+  output → ``exit_code``. When ``error.message`` repeats ``output`` it is a mirror; otherwise
+  it is a second result segment (``m<i>.e``). A ``tool_use`` with no result (run interrupted)
+  stays a segment.
+- ``init``/``result`` make no segments and are written back unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import regex
+
+from ..models import Role, Segment, SegmentKind
+from . import register
+from .base import CallIndex, Document, Edits, Format, Probe, jsonl_records, plan_drops, put_text, record_line
+from .openai_chat import command_from_arguments
+
+_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
+_EXIT = regex.compile(r"(?m)^Exit Code: (-?\d+)\s*$")
+
+
+@register
+class GeminiFormat(Format):
+    name = "gemini-cli"
+    title = "Gemini CLI stream-json"
+    detection = "JSONL of events with 'type' init/message/tool_use/tool_result/result (tool_use/tool_result linked by 'tool_id')"
+    container = "jsonl"
+
+    def sniff(self, probe: Probe) -> tuple[bool, str]:
+        records = jsonl_records(probe)
+        if records is None:
+            return False, "not JSONL"
+        if not all(isinstance(r, dict) and r.get("type") in _TYPES for r in records):
+            return False, "not every record has a Gemini event 'type' (init/message/tool_use/tool_result/result)"
+        if any("payload" in r or isinstance(r.get("message"), dict) for r in records):
+            return False, "records carry 'payload'/'message' objects (another JSONL layout)"
+        if not any(r.get("type") in ("init", "tool_use", "tool_result") or
+                   (r.get("type") == "message" and "role" in r) for r in records):
+            return False, "no init/message/tool events"
+        return True, "Gemini CLI stream-json"
+
+    def read(self, probe: Probe) -> Document:
+        records = jsonl_records(probe)
+        if records is None:
+            raise self.fail(probe, "expected JSONL records")
+        segments: list[Segment] = []
+        calls = CallIndex()
+        chunks: dict[str, list[int]] = {}
+        mirrors: dict[str, list[tuple[str | int, ...]]] = {}
+        step = 0
+        prev_side = "user"
+        run_sid: str | None = None  # segment id of the open run of assistant delta chunks
+        run_texts: list[str] = []
+
+        def flush() -> None:
+            nonlocal run_sid, run_texts
+            if run_sid is not None:
+                idx = next(n for n, s in enumerate(segments) if s.id == run_sid)
+                segments[idx] = segments[idx].model_copy(update={"text": "".join(run_texts)})
+            run_sid, run_texts = None, []
+
+        for i, rec in enumerate(records):
+            line = f"line {record_line(probe, i)}"
+            if not isinstance(rec, dict) or rec.get("type") not in _TYPES:
+                raise self.fail(probe, f"{line}: not a Gemini stream-json event", line)
+            rtype = rec["type"]
+            if rtype == "message":
+                role = rec.get("role")
+                content = rec.get("content")
+                if not isinstance(content, str):
+                    raise self.fail(probe, f"{line}: message 'content' must be a string", line)
+                if role == "assistant" and rec.get("delta"):
+                    if run_sid is not None:
+                        chunks[run_sid].append(i)
+                        run_texts.append(content)
+                        continue
+                    if prev_side != "assistant":
+                        step += 1
+                    prev_side = "assistant"
+                    run_sid = f"m{i}"
+                    run_texts = [content]
+                    chunks[run_sid] = []
+                    segments.append(Segment(id=run_sid, index=len(segments), step=step, step_id=f"s{step}",
+                                            role=Role.assistant, kind=SegmentKind.message, text=content,
+                                            origin=(i, "content")))
+                    continue
+                flush()
+                if role == "assistant":
+                    if prev_side != "assistant":
+                        step += 1
+                    prev_side = "assistant"
+                    seg_role = Role.assistant
+                else:
+                    step += 1
+                    prev_side = "user"
+                    seg_role = Role.system if role == "system" else Role.user
+                segments.append(Segment(id=f"m{i}", index=len(segments), step=step, step_id=f"s{step}",
+                                        role=seg_role, kind=SegmentKind.message, text=content, origin=(i, "content")))
+                continue
+            flush()
+            if rtype == "tool_use":
+                if prev_side != "assistant":
+                    step += 1
+                prev_side = "assistant"
+                st = max(step, 1)
+                params = rec.get("parameters")
+                call_id = rec.get("tool_id")
+                name = rec.get("tool_name")
+                text = params if isinstance(params, str) else json.dumps(params, ensure_ascii=False)
+                cmd = command_from_arguments(params) if isinstance(params, (dict, str)) else None
+                segments.append(Segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
+                                        role=Role.assistant, kind=SegmentKind.tool_call, text=text,
+                                        call_id=call_id, tool_name=name, command=cmd,
+                                        origin=(i, "parameters") if "parameters" in rec else ()))
+                calls.add_call(call_id, f"m{i}", step=st, name=name, cmd=cmd)
+            elif rtype == "tool_result":
+                prev_side = "tool"
+                call_id = rec.get("tool_id")
+                status = rec.get("status")
+                err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+                out = rec.get("output")
+                parts: list[tuple[str, tuple[str | int, ...], str]] = []
+                if isinstance(out, str):
+                    parts.append((f"m{i}", (i, "output"), out))
+                emsg = err.get("message")
+                if isinstance(emsg, str) and emsg:
+                    if parts and emsg == parts[0][2]:
+                        mirrors.setdefault(f"m{i}", []).append((i, "error", "message"))
+                    elif parts:
+                        parts.append((f"m{i}.e", (i, "error", "message"), emsg))
+                    else:
+                        parts.append((f"m{i}", (i, "error", "message"), emsg))
+                if not parts:
+                    parts.append((f"m{i}", (), ""))
+                is_error = True if status == "error" else (False if status == "success" else None)
+                for sid, origin, text in parts:
+                    info = calls.match(call_id, sid) or {}
+                    m = _EXIT.search(text[-4000:]) if isinstance(text, str) else None
+                    code = int(m.group(1)) if m else None
+                    err_flag = is_error
+                    if code is not None and code != 0:
+                        err_flag = True
+                    st = info.get("step", max(step, 1))
+                    segments.append(Segment(id=sid, index=len(segments), step=st, step_id=f"s{st}",
+                                            role=Role.tool, kind=SegmentKind.tool_result, text=text,
+                                            call_id=call_id, tool_name=info.get("name"), command=info.get("cmd"),
+                                            is_error=err_flag, exit_code=code, origin=origin))
+            elif rtype == "error":
+                msg = rec.get("message")
+                if isinstance(msg, str):
+                    st = max(step, 1)
+                    segments.append(Segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
+                                            role=Role.tool, kind=SegmentKind.tool_result, text=msg,
+                                            is_error=rec.get("severity") != "warning", origin=(i, "message")))
+            elif rtype == "init":
+                prev_side = "user"
+        flush()
+        doc = Document(self.name, records, segments, probe.raw.source)
+        doc.state.update(chunks=chunks, mirrors=mirrors, pairs=calls.pairs)
+        return doc
+
+    def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        data = self.copy_data(doc)
+        if edits is None or edits.is_empty():
+            return data
+        chunks = doc.state.get("chunks", {})
+        mirrors = doc.state.get("mirrors", {})
+        by_id = {s.id: s for s in doc.segments}
+        for sid, text in sorted(edits.replace.items()):
+            seg = by_id.get(sid)
+            if seg is None:
+                continue
+            put_text(data, seg.origin, text)
+            for mp in mirrors.get(sid, []):
+                put_text(data, mp, text)
+            for j in chunks.get(sid, []):
+                data[j]["content"] = ""
+
+        def record_of(seg: Segment) -> int | None:
+            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
+
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        for sid, more in chunks.items():
+            if record_of(by_id[sid]) in dropped:
+                dropped.update(more)
+        insert_at: int | None = min(dropped) if dropped else None
+        if insert_at is None and edits.summary:
+            insert_at = next((i for i, r in enumerate(data) if r.get("type") != "init"), len(data))
+        out: list[Any] = []
+        for i, rec in enumerate(data):
+            if edits.summary and i == insert_at:
+                out.append(self._summary(data, i, edits.summary))
+            if i not in dropped:
+                out.append(rec)
+        if edits.summary and insert_at is not None and insert_at >= len(data):
+            out.append(self._summary(data, len(data) - 1, edits.summary))
+        return out
+
+    def _summary(self, data: list[Any], near: int, text: str) -> dict[str, Any]:
+        rec = self.make_message("user", text)
+        src = data[near] if 0 <= near < len(data) else None
+        if isinstance(src, dict):
+            for key in ("timestamp", "ts"):
+                if key in src:
+                    rec[key] = src[key]
+        return rec
+
+    def make_message(self, role: str, text: str) -> Any:
+        return {"type": "message", "role": role, "content": text}

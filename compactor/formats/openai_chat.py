@@ -15,10 +15,11 @@ import regex
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import Document, Edits, Format, Probe, set_at
+from .base import CallIndex, Document, Edits, Format, Probe, plan_drops, set_at
 
 _RETURNCODE = regex.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _ROLES = {"system", "developer", "user", "assistant", "tool", "function", "exit"}
+_ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use")
 
 
 def messages_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
@@ -67,9 +68,11 @@ class OpenAIChatFormat(Format):
         if not all(isinstance(m, dict) and m.get("role") in _ROLES for m in msgs):
             return False, "not every item is a message with a known 'role'"
         if any(isinstance(m.get("content"), list) and any(
-                isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result") for p in m["content"])
+                isinstance(p, dict) and p.get("type") in _ANTHROPIC_BLOCKS for p in m["content"])
                for m in msgs):
             return False, "content has tool_use/tool_result blocks (Anthropic layout)"
+        if isinstance(probe.json_value, dict) and isinstance(probe.json_value.get("system"), (str, list)):
+            return False, "top-level 'system' beside 'messages' (Anthropic layout)"
         return True, "chat messages"
 
     def read(self, probe: Probe) -> Document:
@@ -80,6 +83,7 @@ class OpenAIChatFormat(Format):
         mirrors: dict[str, list[tuple[str | int, ...]]] = {}
         call_steps: dict[str, int] = {}
         call_cmds: dict[str, tuple[str | None, str | None]] = {}
+        calls = CallIndex()
         step = 0
         for i, msg in enumerate(msgs):
             role = msg.get("role")
@@ -109,6 +113,7 @@ class OpenAIChatFormat(Format):
                         exit_code = int(m.group(1))
                 for k, (origin, text) in enumerate(parts):
                     sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
+                    calls.match(call_id, sid)
                     segments.append(Segment(
                         id=sid, index=len(segments), step=max(st, 1), step_id=f"s{max(st, 1)}",
                         role=Role.tool, kind=SegmentKind.tool_result, text=text, call_id=call_id,
@@ -138,6 +143,7 @@ class OpenAIChatFormat(Format):
                 if call_id:
                     call_steps[call_id] = step
                     call_cmds[call_id] = (name, cmd)
+                    calls.add_call(call_id, f"m{i}.c{j}")
                 text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
                 segments.append(Segment(
                     id=f"m{i}.c{j}", index=len(segments), step=step, step_id=f"s{step}",
@@ -147,6 +153,7 @@ class OpenAIChatFormat(Format):
         doc = Document(self.name, data, segments, probe.raw.source)
         doc.state["mirrors"] = mirrors
         doc.state["base"] = base
+        doc.state["pairs"] = calls.pairs
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
@@ -163,7 +170,7 @@ class OpenAIChatFormat(Format):
                 set_at(data, mp, text)
         msgs, base = messages_of(data)
         assert msgs is not None
-        dropped_msgs = _fully_dropped(doc, edits.drop)
+        dropped_msgs = _fully_dropped(doc, edits.drop, doc.state.get("pairs", []))
         first = min(dropped_msgs) if dropped_msgs else None
         kept: list[Any] = []
         inserted = False
@@ -189,16 +196,18 @@ class OpenAIChatFormat(Format):
         return {"role": role, "content": text}
 
 
-def _fully_dropped(doc: Document, drop: set[str]) -> set[int]:
-    """Message indices all of whose segments are dropped (origins start with the message index)."""
-    if not drop:
-        return set()
+def _fully_dropped(doc: Document, drop: set[str], pairs: list[tuple[str, str]] = ()) -> set[int]:  # type: ignore[assignment]
+    """Message indices all of whose segments are dropped, keeping calls and results together."""
     base = doc.state.get("base", ())
-    per_msg: dict[int, list[str]] = {}
-    for s in doc.segments:
+
+    def record_of(s: Segment) -> int | None:
         if s.origin and len(s.origin) > len(base):
-            per_msg.setdefault(int(s.origin[len(base)]), []).append(s.id)
-    return {i for i, ids in per_msg.items() if all(sid in drop for sid in ids)}
+            return int(s.origin[len(base)])
+        if s.id.startswith("m"):  # tool calls with object arguments have no origin
+            return int(s.id[1:].split(".")[0])
+        return None
+
+    return {int(r) for r in plan_drops(doc.segments, drop, record_of, pairs)}
 
 
 def _drop_orphan_tool_messages(msgs: list[Any]) -> None:

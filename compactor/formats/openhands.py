@@ -1,1 +1,512 @@
-"""Layout module (to be written)."""
+"""OpenHands event streams: V0 (``action``/``observation`` events) and V1 SDK (``kind`` events).
+
+Containers: a bare JSON array of events (GUI export, replay fixtures), or one evaluation-output
+record ``{instance_id, instruction, history: [...], metrics, error, test_result}``.
+
+V0: actions carry ``action`` + ``args``, observations ``observation`` + ``content`` + ``extras``
+and ``cause`` (the id of the action they answer: that is how results are paired, never by
+position). The model's prose for a tool step is ``args.thought`` (an assistant message
+segment); the call itself is ``args.command`` (run), ``args.code`` (IPython), or the JSON of
+the other arguments (read/edit/...; not rewritable). Exit codes come from
+``extras.metadata.exit_code``; ``observation: "error"`` and results starting ``ERROR:`` are
+errors. ``tool_call_metadata.model_response`` (the raw LLM reply) and the edit observation's
+``old_content``/``new_content``/``diff`` are mirror copies: never segments; a replaced edit
+result has them cleared. ``recall`` actions repeat the user message and are skipped; a
+``recall`` observation is harness context (``meta=True``). The eval record's ``instruction``
+repeats the first user message (a mirror) unless no event holds it.
+
+V1 (software-agent-sdk): ``MessageEvent`` (``llm_message.content`` text parts),
+``ActionEvent`` (``thought`` text parts, ``tool_call.arguments``), ``ObservationEvent``
+(``observation.output``/``content``/``error``/``exit_code``), paired by ``action_id`` (else
+``tool_call_id``), ``AgentErrorEvent`` (an error result for ``tool_call_id``),
+``SystemPromptEvent``. The system prompt is usually not in the history; the top-level
+``instruction`` is the user task. Browser screenshots are never text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from ..models import Role, Segment, SegmentKind
+from . import register
+from .base import CallIndex, Document, Edits, Format, Probe, plan_drops, put_text
+
+_V1_KINDS = {"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
+             "UserRejectObservation", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
+             "PauseEvent", "ConversationStateUpdateEvent", "LLMConvertibleEvent"}
+_CALL_FIELD = {"run": "command", "run_ipython": "code", "browse": "url", "browse_interactive": "browser_actions"}
+_NOISE_ARGS = {"thought", "blocking", "is_static", "cwd", "hidden", "confirmation_state", "security_risk",
+               "impl_source", "is_input", "include_extra", "wait_for_response", "image_urls"}
+_SKIP_OBS = {"agent_state_changed", "null"}
+_EDIT_MIRRORS = ("old_content", "new_content", "diff", "_diff_cache")
+
+
+def events_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
+    if isinstance(value, list):
+        return value, ()
+    if isinstance(value, dict) and isinstance(value.get("history"), list):
+        return value["history"], ("history",)
+    return None, ()
+
+
+def _is_v0(e: Any) -> bool:
+    return isinstance(e, dict) and ("action" in e or "observation" in e) and ("id" in e or "source" in e)
+
+
+def _is_v1(e: Any) -> bool:
+    return isinstance(e, dict) and e.get("kind") in _V1_KINDS
+
+
+def _text_parts(value: Any, path: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    if isinstance(value, str):
+        return [(path, value)]
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    if isinstance(value, list):
+        for k, part in enumerate(value):
+            if isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str):
+                out.append(((*path, k, "text"), part["text"]))
+            elif isinstance(part, str):
+                out.append(((*path, k), part))
+    elif isinstance(value, dict) and isinstance(value.get("text"), str):
+        out.append(((*path, "text"), value["text"]))
+    return out
+
+
+def _sid(i: int, k: int, n: int) -> str:
+    return f"m{i}" if n == 1 else f"m{i}.{k}"
+
+
+@register
+class OpenHandsFormat(Format):
+    name = "openhands"
+    title = "OpenHands event stream (V0 actions/observations, V1 SDK events)"
+    detection = ("a JSON array of OpenHands events, or an evaluation record whose 'history' holds them "
+                 "(V0: 'action'/'observation' + 'id'; V1: 'kind' ActionEvent/ObservationEvent/MessageEvent)")
+    container = "json"
+
+    def sniff(self, probe: Probe) -> tuple[bool, str]:
+        if not probe.is_json:
+            return False, "not a JSON document"
+        events, base = events_of(probe.json_value)
+        if events is None:
+            return False, "neither a JSON array nor an object with a 'history' list"
+        if not events:
+            return False, "no events"
+        if all(_is_v0(e) for e in events):
+            return True, "OpenHands V0 events"
+        if all(isinstance(e, dict) and "kind" in e for e in events) and any(_is_v1(e) for e in events):
+            return True, "OpenHands V1 events"
+        return False, "items are not OpenHands events (V0 'action'/'observation' or V1 'kind')"
+
+    # ------------------------------------------------------------------ reading
+    def read(self, probe: Probe) -> Document:
+        data = probe.json_value
+        events, base = events_of(data)
+        if events is None:
+            raise self.fail(probe, "expected a JSON array of events or an object with a 'history' list")
+        where0 = "history" if base else "event"
+        for i, e in enumerate(events):
+            if not isinstance(e, dict):
+                raise self.fail(probe, f"{where0}[{i}] is not an object", f"{where0}[{i}]")
+        v1 = any(_is_v1(e) for e in events)
+        if not v1:
+            for i, e in enumerate(events):
+                if not _is_v0(e):
+                    raise self.fail(probe, f"{where0}[{i}] has neither 'action' nor 'observation'", f"{where0}[{i}]")
+        doc = Document(self.name, data, [], probe.raw.source)
+        ctx = _Ctx(base)
+        if v1:
+            self._read_v1(probe, data, events, base, ctx)
+        else:
+            self._read_v0(probe, data, events, base, ctx)
+        doc.segments = ctx.segments
+        doc.state.update(mirrors=ctx.mirrors, clear=ctx.clear, pairs=ctx.calls.pairs, base=base,
+                         version="v1" if v1 else "v0")
+        return doc
+
+    def _instruction(self, data: Any, base: tuple[str | int, ...], ctx: "_Ctx", user_texts: dict[str, str]) -> None:
+        """The eval record's 'instruction': a mirror of a user message, or the task itself."""
+        if not base or not isinstance(data.get("instruction"), str):
+            return
+        text = data["instruction"]
+        for sid, t in user_texts.items():
+            if t == text:
+                ctx.mirrors.setdefault(sid, []).append(("instruction",))
+                return
+        ctx.add("instruction", step=1, role=Role.user, kind=SegmentKind.message, text=text,
+                origin=("instruction",), first=True)
+
+    def _read_v0(self, probe: Probe, data: Any, events: list[Any], base: tuple[str | int, ...], ctx: "_Ctx") -> None:
+        step = 0
+        last_resp: Any = None
+        action_info: dict[Any, dict[str, Any]] = {}  # event id -> {step, call seg, call_id, name, cmd}
+        user_texts: dict[str, str] = {}
+        for i, e in enumerate(events):
+            path = (*base, i)
+            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
+            if "action" in e:
+                kind = e.get("action")
+                source = e.get("source")
+                if kind == "recall":
+                    continue
+                if kind == "system":
+                    for k, (origin, text) in enumerate(_parts := _text_parts(args.get("content"), (*path, "args", "content"))):
+                        sid = _sid(i, k, len(_parts))
+                        ctx.add(sid, step=0, role=Role.system, kind=SegmentKind.message, text=text, origin=origin)
+                        ctx.mirror_if_equal(sid, e, path, text)
+                    continue
+                if kind == "message" and source == "user":
+                    step += 1
+                    last_resp = None
+                    parts = _text_parts(args.get("content"), (*path, "args", "content"))
+                    for k, (origin, text) in enumerate(parts):
+                        sid = _sid(i, k, len(parts))
+                        ctx.add(sid, step=step, role=Role.user, kind=SegmentKind.message, text=text, origin=origin)
+                        ctx.mirror_if_equal(sid, e, path, text)
+                        user_texts[sid] = text
+                    continue
+                resp = tcm.get("model_response")
+                resp_id = resp.get("id") if isinstance(resp, dict) else None
+                if not (resp_id and resp_id == last_resp):
+                    step += 1
+                last_resp = resp_id
+                st = max(step, 1)
+                if kind == "message":
+                    parts = _text_parts(args.get("content"), (*path, "args", "content"))
+                    for k, (origin, text) in enumerate(parts):
+                        sid = _sid(i, k, len(parts))
+                        ctx.add(sid, step=st, role=Role.assistant, kind=SegmentKind.message, text=text, origin=origin)
+                        ctx.mirror_if_equal(sid, e, path, text)
+                    continue
+                call_id = tcm.get("tool_call_id") or f"event-{e.get('id', i)}"
+                name = tcm.get("function_name") or kind
+                thought = args.get("thought")
+                if kind == "think":
+                    if isinstance(thought, str):
+                        ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=thought,
+                                call_id=call_id, tool_name=name, command=None, origin=(*path, "args", "thought"))
+                        ctx.calls.add_call(call_id, f"m{i}.c0")
+                        action_info[e.get("id")] = dict(step=st, call_id=call_id, name=name, cmd=None, seg=f"m{i}.c0")
+                    continue
+                if isinstance(thought, str) and thought:
+                    ctx.add(f"m{i}", step=st, role=Role.assistant, kind=SegmentKind.message, text=thought,
+                            origin=(*path, "args", "thought"))
+                    ctx.mirror_if_equal(f"m{i}", e, path, thought)
+                if kind == "finish":
+                    final = args.get("final_thought")
+                    if isinstance(final, str) and final and final != thought:
+                        ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=final,
+                                call_id=call_id, tool_name=name, origin=(*path, "args", "final_thought"))
+                        ctx.calls.add_call(call_id, f"m{i}.c0")
+                    continue
+                field_name = _CALL_FIELD.get(str(kind))
+                if field_name and isinstance(args.get(field_name), str):
+                    text = args[field_name]
+                    origin: tuple[str | int, ...] = (*path, "args", field_name)
+                    cmd = text
+                else:
+                    rest = {k: v for k, v in args.items() if k not in _NOISE_ARGS and v is not None}
+                    text = json.dumps(rest, ensure_ascii=False, sort_keys=True)
+                    origin = ()
+                    target = args.get("path") or args.get("url")
+                    sub = args.get("command") if isinstance(args.get("command"), str) else None
+                    cmd = f"{sub} {target}" if sub and target else (str(target) if target else None)
+                ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=text,
+                        call_id=call_id, tool_name=name, command=cmd, origin=origin)
+                ctx.calls.add_call(call_id, f"m{i}.c0")
+                action_info[e.get("id")] = dict(step=st, call_id=call_id, name=name, cmd=cmd, seg=f"m{i}.c0")
+                continue
+            # observation
+            obs = e.get("observation")
+            if obs in _SKIP_OBS:
+                continue
+            cause = e.get("cause")
+            info = action_info.get(cause) if cause is not None else None
+            st = info["step"] if info else max(step, 1)
+            parts = _text_parts(e.get("content"), (*path, "content")) or [((), "")]
+            if obs == "recall":
+                for k, (origin, text) in enumerate(parts):
+                    ctx.add(_sid(i, k, len(parts)), step=st, role=Role.user, kind=SegmentKind.message, text=text,
+                            meta=True, origin=origin)
+                continue
+            extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
+            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            exit_code = meta.get("exit_code") if isinstance(meta.get("exit_code"), int) else None
+            is_error: bool | None = None
+            if exit_code is not None:
+                is_error = exit_code != 0
+            if e.get("success") is False or obs == "error":
+                is_error = True
+            elif e.get("success") is True and is_error is None:
+                is_error = False
+            for k, (origin, text) in enumerate(parts):
+                sid = _sid(i, k, len(parts))
+                err = is_error
+                if err is None and text.lstrip().startswith("ERROR:"):
+                    err = True
+                if info:
+                    ctx.calls.pairs.append((info["seg"], sid))
+                ctx.add(sid, step=st, role=Role.tool, kind=SegmentKind.tool_result, text=text,
+                        call_id=info["call_id"] if info else None, tool_name=info["name"] if info else obs,
+                        command=info["cmd"] if info else None, is_error=err, exit_code=exit_code, origin=origin)
+                ctx.mirror_if_equal(sid, e, path, text)
+                if k == 0:
+                    clear = [(*path, "extras", key) for key in _EDIT_MIRRORS if extras.get(key) is not None]
+                    if clear:
+                        ctx.clear[sid] = clear
+        self._instruction(data, base, ctx, user_texts)
+
+    def _read_v1(self, probe: Probe, data: Any, events: list[Any], base: tuple[str | int, ...], ctx: "_Ctx") -> None:
+        step = 0
+        last_resp: Any = None
+        user_texts: dict[str, str] = {}
+        by_event: dict[Any, dict[str, Any]] = {}
+        if base and isinstance(data.get("instruction"), str):
+            step = 1  # the instruction is the first user turn
+        for i, e in enumerate(events):
+            path = (*base, i)
+            kind = e.get("kind")
+            if kind == "SystemPromptEvent":
+                parts = _text_parts(e.get("system_prompt"), (*path, "system_prompt"))
+                for k, (origin, text) in enumerate(parts):
+                    ctx.add(_sid(i, k, len(parts)), step=0, role=Role.system, kind=SegmentKind.message,
+                            text=text, origin=origin)
+                continue
+            if kind == "MessageEvent":
+                msg = e.get("llm_message") if isinstance(e.get("llm_message"), dict) else {}
+                role = msg.get("role") or ("user" if e.get("source") == "user" else "assistant")
+                parts = _text_parts(msg.get("content"), (*path, "llm_message", "content"))
+                if role == "user":
+                    if not (base and not user_texts and parts and parts[0][1] == data.get("instruction")):
+                        step += 1
+                    last_resp = None
+                elif role == "assistant":
+                    resp_id = e.get("llm_response_id")
+                    if not (resp_id and resp_id == last_resp):
+                        step += 1
+                    last_resp = resp_id
+                seg_role = {"system": Role.system, "tool": Role.tool}.get(role, Role.user if role == "user" else Role.assistant)
+                for k, (origin, text) in enumerate(parts):
+                    sid = _sid(i, k, len(parts))
+                    ctx.add(sid, step=0 if role == "system" else max(step, 1), role=seg_role,
+                            kind=SegmentKind.message, text=text, origin=origin)
+                    if role == "user":
+                        user_texts[sid] = text
+                continue
+            if kind == "CondensationSummaryEvent" and isinstance(e.get("summary"), str):
+                ctx.add(f"m{i}", step=max(step, 1), role=Role.user, kind=SegmentKind.message, text=e["summary"],
+                        meta=True, origin=(*path, "summary"))
+                continue
+            if kind == "ActionEvent":
+                resp_id = e.get("llm_response_id")
+                if not (resp_id and resp_id == last_resp):
+                    step += 1
+                last_resp = resp_id
+                st = max(step, 1)
+                parts = _text_parts(e.get("thought"), (*path, "thought"))
+                for k, (origin, text) in enumerate(parts):
+                    if text:
+                        ctx.add(_sid(i, k, len(parts)), step=st, role=Role.assistant, kind=SegmentKind.message,
+                                text=text, origin=origin)
+                tc = e.get("tool_call") if isinstance(e.get("tool_call"), dict) else {}
+                action = e.get("action") if isinstance(e.get("action"), dict) else {}
+                call_id = e.get("tool_call_id") or tc.get("id")
+                name = e.get("tool_name") or tc.get("name") or action.get("kind")
+                args = tc.get("arguments")
+                if isinstance(args, str):
+                    text, origin = args, (*path, "tool_call", "arguments")
+                else:
+                    rest = {k: v for k, v in action.items() if k != "kind" and v is not None}
+                    text, origin = json.dumps(rest, ensure_ascii=False, sort_keys=True), ()
+                cmd = _v1_command(action)
+                ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=text,
+                        call_id=call_id, tool_name=name, command=cmd, origin=origin)
+                ctx.calls.add_call(call_id, f"m{i}.c0")
+                by_event[e.get("id")] = dict(seg=f"m{i}.c0", step=st, call_id=call_id, name=name, cmd=cmd)
+                continue
+            if kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
+                info = by_event.get(e.get("action_id")) if e.get("action_id") is not None else None
+                call_id = info["call_id"] if info else e.get("tool_call_id")
+                obs = e.get("observation") if isinstance(e.get("observation"), dict) else {}
+                exit_code: int | None = None
+                is_error: bool | None = None
+                if kind == "ObservationEvent":
+                    parts = []
+                    for key in ("output", "content", "message"):
+                        if key in obs:
+                            parts += [(o, t) for o, t in _text_parts(obs[key], (*path, "observation", key)) if t]
+                    err = obs.get("error")
+                    if isinstance(err, str) and err and all(t != err for _, t in parts):
+                        parts.append(((*path, "observation", "error"), err))
+                    if not parts:
+                        for key in ("output", "content", "message"):
+                            if isinstance(obs.get(key), str):
+                                parts = [((*path, "observation", key), obs[key])]
+                                break
+                    ec = obs.get("exit_code")
+                    if not isinstance(ec, int) and isinstance(obs.get("metadata"), dict):
+                        ec = obs["metadata"].get("exit_code")
+                    exit_code = ec if isinstance(ec, int) and not isinstance(ec, bool) else None
+                    if isinstance(err, bool):
+                        is_error = err
+                    elif isinstance(err, str):
+                        is_error = bool(err)
+                    if isinstance(obs.get("is_error"), bool):
+                        is_error = obs["is_error"] or bool(is_error)
+                    if exit_code is not None and exit_code != 0:
+                        is_error = True
+                    elif exit_code == 0 and is_error is None:
+                        is_error = False
+                elif kind == "AgentErrorEvent":
+                    parts = _text_parts(e.get("error"), (*path, "error"))
+                    is_error = True
+                else:
+                    parts = _text_parts(e.get("rejection_reason"), (*path, "rejection_reason"))
+                    is_error = True
+                parts = parts or [((), "")]
+                st = info["step"] if info else max(step, 1)
+                for k, (origin, text) in enumerate(parts):
+                    sid = _sid(i, k, len(parts))
+                    if info:
+                        ctx.calls.pairs.append((info["seg"], sid))
+                    else:
+                        ctx.calls.match(call_id, sid)
+                    ctx.add(sid, step=st, role=Role.tool, kind=SegmentKind.tool_result, text=text,
+                            call_id=call_id if (info or ctx.calls.has(call_id)) else None,
+                            tool_name=(info or {}).get("name") or e.get("tool_name"),
+                            command=(info or {}).get("cmd"), is_error=is_error, exit_code=exit_code, origin=origin)
+                continue
+        self._instruction(data, base, ctx, user_texts)
+
+    # ------------------------------------------------------------------ writing
+    def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        data = self.copy_data(doc)
+        if edits is None or edits.is_empty():
+            return data
+        mirrors = doc.state.get("mirrors", {})
+        clear = doc.state.get("clear", {})
+        base = tuple(doc.state.get("base", ()))
+        by_id = {s.id: s for s in doc.segments}
+        for sid, text in sorted(edits.replace.items()):
+            seg = by_id.get(sid)
+            if seg is None:
+                continue
+            put_text(data, seg.origin, text)
+            for mp in mirrors.get(sid, []):
+                put_text(data, mp, text)
+            for cp in clear.get(sid, []):
+                try:
+                    parent = data
+                    for key in cp[:-1]:
+                        parent = parent[key]
+                    parent[cp[-1]] = None
+                except (KeyError, IndexError, TypeError):
+                    pass
+
+        def record_of(seg: Segment) -> int | None:
+            if len(seg.origin) > len(base) and tuple(seg.origin[: len(base)]) == base and seg.id != "instruction":
+                return int(seg.origin[len(base)])
+            if seg.id.startswith("m"):
+                return int(seg.id[1:].split(".")[0])
+            return None
+
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        events, _ = events_of(data)
+        assert events is not None
+        v1 = doc.state.get("version") == "v1"
+        if v1:
+            # observations follow their action out even when they hold no segment
+            gone_ids = {events[i].get("id") for i in dropped}
+            for i, e in enumerate(events):
+                if e.get("action_id") is not None and e.get("action_id") in gone_ids:
+                    dropped.add(i)
+        else:
+            gone_ids = {events[i].get("id") for i in dropped if "action" in events[i]}
+            for i, e in enumerate(events):
+                if e.get("cause") is not None and e.get("cause") in gone_ids:
+                    dropped.add(i)
+        insert_at: int | None = min(dropped) if dropped else None
+        if insert_at is None and edits.summary:
+            insert_at = 0
+            while insert_at < len(events) and (events[insert_at].get("action") == "system"
+                                               or events[insert_at].get("kind") == "SystemPromptEvent"):
+                insert_at += 1
+        kept: list[Any] = []
+        summary = None
+        if edits.summary:
+            summary = self._summary_event(events, edits.summary, insert_at, dropped, v1)
+        for i, e in enumerate(events):
+            if summary is not None and i == insert_at:
+                kept.append(summary)
+            if i not in dropped:
+                kept.append(e)
+        if summary is not None and insert_at is not None and insert_at >= len(events):
+            kept.append(summary)
+        if base:
+            data["history"] = kept
+            return data
+        return kept
+
+    def _summary_event(self, events: list[Any], text: str, at: int | None, dropped: set[int], v1: bool) -> dict[str, Any]:
+        if v1:
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+            ev: dict[str, Any] = {"kind": "MessageEvent", "id": f"compactor-summary-{digest}", "source": "user",
+                                  "llm_message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+            if at is not None and at < len(events) and events[at].get("timestamp"):
+                ev["timestamp"] = events[at]["timestamp"]
+            return ev
+        ev = self.make_message("user", text)
+        ids = [e.get("id") for e in events if isinstance(e.get("id"), int)]
+        if at is not None and at in dropped and isinstance(events[at].get("id"), int):
+            ev["id"] = events[at]["id"]  # the dropped event's id is free
+        else:
+            ev["id"] = (max(ids) + 1) if ids else 0
+        if at is not None and at < len(events) and events[at].get("timestamp"):
+            ev["timestamp"] = events[at]["timestamp"]
+        return ev
+
+    def make_message(self, role: str, text: str) -> Any:
+        return {"id": 0, "source": "user" if role == "user" else "agent", "message": text,
+                "action": "message", "args": {"content": text, "image_urls": None, "wait_for_response": False}}
+
+
+def _v1_command(action: dict[str, Any]) -> str | None:
+    for key in ("command", "code", "url", "query"):
+        v = action.get(key)
+        if isinstance(v, str) and v:
+            if key == "command" and action.get("path"):
+                return f"{v} {action['path']}"
+            return v
+    if isinstance(action.get("path"), str):
+        return action["path"]
+    return None
+
+
+class _Ctx:
+    """Reading state shared by the V0 and V1 readers."""
+
+    def __init__(self, base: tuple[str | int, ...]) -> None:
+        self.base = base
+        self.segments: list[Segment] = []
+        self.mirrors: dict[str, list[tuple[str | int, ...]]] = {}
+        self.clear: dict[str, list[tuple[str | int, ...]]] = {}
+        self.calls = CallIndex()
+
+    def add(self, sid: str, *, step: int, role: Role, kind: SegmentKind, text: str, first: bool = False,
+            **kw: Any) -> None:
+        seg = Segment(id=sid, index=0, step=step, step_id=f"s{step}", role=role, kind=kind, text=text, **kw)
+        if first:  # after the system prompt
+            at = 0
+            while at < len(self.segments) and self.segments[at].role == Role.system:
+                at += 1
+            self.segments.insert(at, seg)
+            self.segments = [s.model_copy(update={"index": n}) for n, s in enumerate(self.segments)]
+        else:
+            self.segments.append(seg.model_copy(update={"index": len(self.segments)}))
+
+    def mirror_if_equal(self, sid: str, event: dict[str, Any], path: tuple[str | int, ...], text: str) -> None:
+        if text and event.get("message") == text:
+            self.mirrors.setdefault(sid, []).append((*path, "message"))

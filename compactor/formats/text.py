@@ -17,6 +17,8 @@ class TextFormat(Format):
     container = "text"
 
     def sniff(self, probe: Probe) -> tuple[bool, str]:
+        if probe.jsonl_error or (probe.json_error and probe.jsonl is None):
+            return False, "starts like JSON but does not parse (pass --format text to treat it as a plain log)"
         return True, "plain text"
 
     def read(self, probe: Probe) -> Document:

@@ -1,0 +1,372 @@
+"""The ``compactor`` command line. It uses only the public API.
+
+Exit codes: 0 ok, 1 runtime error, 2 usage or input error. Errors are one line on stderr
+naming the file and position; ``-v`` adds the traceback. Data goes to stdout only; a closed
+pipe is not an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["main"]
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        from .errors import ConfigError
+
+        raise ConfigError(f"{message} (see 'compactor {self.prog.split()[-1]} --help')" if " " in self.prog
+                          else f"{message} (see 'compactor --help')")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    p.add_argument("--rules", action="append", default=[], metavar="DIR", help="extra rule directory (repeatable)")
+    p.add_argument("--store", metavar="PATH", default=None,
+                   help="placeholder store: a directory or a .sqlite file (default: $COMPACTOR_STORE or ~/.cache/compactor/store.sqlite)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = _Parser(prog="compactor", description="Deterministic context compaction for agent trajectories and logs.")
+    parser.add_argument("--version", action="version", version=f"compactor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("compact", help="compact a trajectory or log, in its own layout")
+    p.add_argument("input", help="file, or - for standard input")
+    p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto")
+    p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"])
+    p.add_argument("--lang", default="en", choices=["en", "zh"])
+    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
+    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
+    p.add_argument("--objective", default=None, metavar="TEXT")
+    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
+    p.add_argument("--redact", action="store_true", help="redact secrets in the output with typed placeholders")
+    p.add_argument("--llm", default=None, metavar="PROVIDER:MODEL", help="polish the anchor with an LLM (openai:MODEL or anthropic:MODEL)")
+    p.add_argument("--llm-base-url", default=None, metavar="URL")
+    p.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS")
+    p.add_argument("-o", "--output", default=None, metavar="FILE")
+    _add_common(p)
+
+    p = sub.add_parser("trim", help="trim a CI log: keep errors and traces, fold the rest (streaming)")
+    p.add_argument("input", nargs="?", default="-", help="file, or - for standard input (default)")
+    p.add_argument("--context", type=int, default=2, help="lines kept around protected lines")
+    p.add_argument("--github", action="store_true", help="emit GitHub Actions annotations (::error, ::group::)")
+    p.add_argument("--no-receipt", action="store_true", help="do not end with the receipt line")
+    p.add_argument("--keep-originals", action="store_true", help="store folded regions so they can be expanded")
+    p.add_argument("-o", "--output", default=None, metavar="FILE")
+    _add_common(p)
+
+    p = sub.add_parser("scan", help="print protected spans as JSON lines")
+    p.add_argument("input", help="file, or - for standard input")
+    p.add_argument("--format", default="auto")
+    _add_common(p)
+
+    p = sub.add_parser("expand", help="print the exact original text behind a placeholder id")
+    p.add_argument("id", help="placeholder id, e.g. c-3f9a0c17d2b4e881")
+    _add_common(p)
+
+    p = sub.add_parser("formats", help="list the supported layouts and how each is detected")
+    _add_common(p)
+
+    p = sub.add_parser("rules", help="list, explain and test rules")
+    rsub = p.add_subparsers(dest="rules_command", metavar="ACTION", parser_class=_Parser)
+    q = rsub.add_parser("list", help="list rules")
+    q.add_argument("--stage", default=None, choices=["protect", "classify", "secret"])
+    _add_common(q)
+    q = rsub.add_parser("explain", help="show one rule")
+    q.add_argument("id")
+    _add_common(q)
+    q = rsub.add_parser("test", help="run the examples of the rules in a directory")
+    q.add_argument("dir")
+    q.add_argument("-v", "--verbose", action="store_true")
+    _add_common_rules_test(q)
+
+    _add_policy_commands(sub)
+    return parser
+
+
+def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--store", default=None, help=argparse.SUPPRESS)
+    q.add_argument("--rules", action="append", default=[], help=argparse.SUPPRESS)
+
+
+def _add_policy_commands(sub) -> None:
+    """check / audit / memory: present when the policy package is installed with compactor."""
+    try:
+        from .policy import cli as policy_cli
+    except ImportError:
+        return
+    policy_cli.add_commands(sub, _add_common)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _open_out(path: str | None):
+    if path is None or path == "-":
+        return sys.stdout, False
+    try:
+        return open(path, "w", encoding="utf-8", newline=""), True
+    except OSError as exc:
+        from .errors import InputError
+
+        raise InputError(f"cannot write output: {exc.strerror}", source=path) from None
+
+
+def _store_spec(args) -> str:
+    from .collapse.store import default_store_path
+
+    return args.store or str(default_store_path())
+
+
+def _compactor(args, **options):
+    from . import Compactor
+
+    return Compactor(rules=tuple(args.rules), store=_store_spec(args), **options)
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def cmd_compact(args) -> int:
+    from . import emit
+
+    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level)}
+    if args.budget is not None:
+        options["budget"] = args.budget
+    if args.objective:
+        options["objective"] = args.objective
+    if args.keep_recent is not None:
+        options["keep_recent"] = args.keep_recent
+    if args.redact:
+        options["redact"] = True
+    if args.llm:
+        options["llm"] = args.llm
+    if args.llm_base_url:
+        options["llm_base_url"] = args.llm_base_url
+    if args.llm_timeout is not None:
+        options["llm_timeout"] = args.llm_timeout
+    comp = _compactor(args, **options)
+    source = None if args.input == "-" else args.input
+    from .inputs import make_probe, read_input
+    from .formats import read_document
+
+    raw = read_input(source)
+    doc = read_document(make_probe(raw, max_depth=comp.config.max_json_depth), args.format)
+    result = comp.compact(doc)
+    text = emit.render(result, args.emit, lang=args.lang)
+    out, close = _open_out(args.output)
+    try:
+        out.write(text)
+        out.flush()
+    finally:
+        if close:
+            out.close()
+    return 0
+
+
+def cmd_trim(args) -> int:
+    from .collapse.store import open_store
+    from .collapse.trim import TrimOptions, trim_stream
+    from .detect import Detector
+    from .engine import load_rules
+
+    detector = Detector(load_rules(args.rules))
+    opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=not args.no_receipt)
+    store = open_store(_store_spec(args)) if args.keep_originals else None
+    out, close = _open_out(args.output)
+    try:
+        if args.input == "-":
+            stream = sys.stdin.buffer
+            trim_stream(detector, stream, out, opts, store)
+        else:
+            p = Path(args.input)
+            from .errors import InputError
+
+            if not p.exists():
+                raise InputError("no such file; check the path", source=args.input)
+            if p.is_dir():
+                raise InputError("is a directory; pass a file (or - for standard input)", source=args.input)
+            with open(p, "rb") as fh:
+                head = fh.read(8192)
+                nul = head.find(b"\x00")
+                if nul != -1 and head.count(b"\x00") > len(head) // 20:
+                    raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs",
+                                     source=args.input, position=f"byte {nul}")
+                fh.seek(0)
+                trim_stream(detector, fh, out, opts, store)
+    finally:
+        if close:
+            out.close()
+    return 0
+
+
+def cmd_scan(args) -> int:
+    from . import load_document
+    from .config import CompactorConfig
+    from .engine import load_rules
+    from .detect import Detector
+    from .normalize import normalize
+
+    doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
+    detector = Detector(load_rules(args.rules))
+    out = sys.stdout
+    for seg in doc.segments:
+        det = detector.detect(normalize(seg.text), role=seg.role.value, segment_id=seg.id, step_id=seg.step_id)
+        for sp in det.spans:
+            out.write(json.dumps(sp.model_dump(mode="json"), ensure_ascii=False) + "\n")
+        for d in det.diagnostics:
+            sys.stderr.write(f"compactor: warning: {d.message} (segment {seg.id})\n")
+    _ = CompactorConfig
+    return 0
+
+
+def cmd_expand(args) -> int:
+    from .collapse.store import open_store, valid_id
+
+    ref = valid_id(args.id)
+    store = open_store(_store_spec(args))
+    data = store.get(ref)
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def cmd_formats(args) -> int:
+    from .formats import REGISTRY
+
+    for fmt in REGISTRY:
+        sys.stdout.write(f"{fmt.name:<14} {fmt.title}\n{'':<14} detected by: {fmt.detection}\n")
+    return 0
+
+
+def cmd_rules(args) -> int:
+    from .engine import check_rules, load_rules
+
+    action = getattr(args, "rules_command", None)
+    if action in (None, "list"):
+        rs = load_rules(args.rules)
+        stage = getattr(args, "stage", None)
+        for r in rs:
+            if stage and r.stage != stage:
+                continue
+            flag = "" if r.enabled else " (disabled)"
+            sys.stdout.write(f"{r.id:<36} {r.stage:<8} {r.kind:<10} {r.family:<16} {r.description.splitlines()[0][:80]}{flag}\n")
+        return 0
+    if action == "explain":
+        rs = load_rules(args.rules)
+        rule = rs.by_id.get(args.id)
+        if rule is None:
+            from .errors import ConfigError
+
+            close = sorted(i for i in rs.by_id if args.id.split(".")[0] in i)[:5]
+            raise ConfigError(f"no rule {args.id!r}" + (f"; did you mean: {', '.join(close)}" if close else "; see 'compactor rules list'"))
+        d = rule.model_dump(mode="json", by_alias=True, exclude_none=True)
+        sys.stdout.write(_dump(d))
+        return 0
+    if action == "test":
+        from .engine.loader import RuleSet, load_uncached
+        from .engine.pump import pump_rule
+
+        rs: RuleSet = load_uncached((str(Path(args.dir).resolve()),), False)
+        results = check_rules(rs)
+        failed = [r for r in results if not r.ok]
+        pump_failed = []
+        for rule in rs:
+            msg = pump_rule(rule)
+            if msg:
+                pump_failed.append((rule.id, msg))
+        for r in results:
+            if not r.ok or args.verbose:
+                sys.stdout.write(f"{'ok  ' if r.ok else 'FAIL'} {r.test_id}  {r.detail}\n")
+        for rid, msg in pump_failed:
+            sys.stdout.write(f"FAIL {rid}:pump  {msg}\n")
+        passed = len(results) - len(failed)
+        sys.stdout.write(f"{passed} passed, {len(failed) + len(pump_failed)} failed\n")
+        return 1 if failed or pump_failed else 0
+    return 2
+
+
+COMMANDS: dict[str, Callable[[Any], int]] = {
+    "compact": cmd_compact,
+    "trim": cmd_trim,
+    "scan": cmd_scan,
+    "expand": cmd_expand,
+    "formats": cmd_formats,
+    "rules": cmd_rules,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import CompactorError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in argv or "--verbose" in argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help(sys.stderr)
+            return 2
+        handler = COMMANDS.get(args.command)
+        if handler is None:
+            from .policy import cli as policy_cli
+
+            handler = policy_cli.COMMANDS[args.command]
+        return handler(args)
+    except CompactorError as exc:
+        if verbose:
+            traceback.print_exc()
+        _err(f"compactor: {exc.one_line()}")
+        return exc.exit_code
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        _err("compactor: interrupted")
+        return 130
+    except RecursionError:
+        _err("compactor: input nested too deeply to process; raise the limits or report it")
+        return 2
+    except MemoryError:
+        _err("compactor: out of memory; for large logs use 'compactor trim', which streams")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback unless -v
+        if verbose:
+            traceback.print_exc()
+        _err(f"compactor: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} (run with -v for the traceback and report it)")
+        return 1
+
+
+def _err(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Rendering a :class:`CompactionResult` for output: JSON, the layout itself, the anchor
+(seed-000 JSON), Markdown (English or Chinese), a hand-off document, or the report."""
+
+from __future__ import annotations
+
+import json
+
+from .errors import ConfigError
+from .formats import get_format
+from .models import CompactionResult
+
+__all__ = ["render"]
+
+EMITS = ("json", "messages", "anchor", "markdown", "handoff", "report")
+
+
+def _dump(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+
+
+def render(result: CompactionResult, emit: str = "json", *, lang: str = "en") -> str:
+    if emit == "json":
+        d = result.to_json_dict()
+        if result.anchor is not None:
+            from .anchor import to_seed_json
+
+            d["anchor"] = to_seed_json(result.anchor)
+        return _dump(d)
+    if emit == "messages":
+        return get_format(result.format).dumps(result.messages)
+    if emit == "report":
+        return _dump(result.report.model_dump(mode="json"))
+    if emit in ("anchor", "markdown", "handoff"):
+        if result.anchor is None:
+            raise ConfigError(f"--emit {emit} needs the anchor, which was not built (level 0?)")
+        if emit == "anchor":
+            from .anchor import to_seed_json
+
+            return _dump(to_seed_json(result.anchor))
+        if emit == "markdown":
+            from .anchor import to_markdown
+
+            return to_markdown(result.anchor, lang=lang)
+        if result.handoff:
+            return result.handoff
+        from .policy.handoff import handoff_document
+
+        return handoff_document(result, lang=lang)
+    raise ConfigError(f"unknown --emit {emit!r}; choose one of {', '.join(EMITS)}")
