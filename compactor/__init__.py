@@ -39,7 +39,6 @@ from .engine import load_rules
 from .tokens import get_counter
 
 __all__ = [
-    "FORMATS",
     "Anchor",
     "BudgetError",
     "CompactionResult",
@@ -50,6 +49,7 @@ __all__ = [
     "Diagnostic",
     "Document",
     "Edits",
+    "FORMATS",
     "InputError",
     "LLMError",
     "LimitError",
@@ -59,9 +59,9 @@ __all__ = [
     "Segment",
     "Span",
     "StoreError",
-    "__version__",
     "compact",
     "get_counter",
     "load_document",
     "load_rules",
+    "__version__",
 ]
