@@ -119,7 +119,7 @@ def test_corpus_file_compacts_end_to_end(path):
     out_text = fmt.dumps(res.messages)
     for sp in rep.protected:
         for line in sp.text.split("\n")[:3]:
-            assert json.dumps(line)[1:-1] in out_text or line in out_text
+            assert json.dumps(line, ensure_ascii=False)[1:-1] in out_text or line in out_text
     # placeholders expand
     for ph in rep.placeholders[:20]:
         assert comp.expand(ph.id)

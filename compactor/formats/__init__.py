@@ -58,7 +58,9 @@ def read_document(probe: Probe, format_name: str = "auto") -> Document:
     return doc
 
 
-# Registration order is detection order.
+# Registration order is detection order. A layout module may import helpers from .base and from
+# layouts registered before it (claude_code uses anthropic), never from later ones: importing a
+# module registers it, so a forward import would change the detection order.
 from . import (  # noqa: E402,F401  (import for registration side effects)
     steps,
     swe_agent,

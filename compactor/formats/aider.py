@@ -4,7 +4,8 @@ Line-oriented Markdown appended across sessions. ``# aider chat started at ...``
 session (kept, not a segment). A run of ``#### `` lines is one user message; a run of ``> ``
 lines is aider's console output (role ``tool``, kind ``tool_result``: warnings, prompts,
 ``Applied edit``, token counts, provider errors); everything else up to the next user/console
-line is the assistant's reply (lines inside a ``` fence always belong to the reply). Aider
+line is the assistant's reply (lines inside a ``` fence always belong to the reply). A session
+header opens a new step, which its first user message joins; later user messages open steps. Aider
 keeps no ids, no tool-call structure and no ``/run`` output, so there are no calls and no
 ``call_id``s.
 
@@ -24,7 +25,7 @@ import regex
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import Document, Edits, Format, Probe
+from .base import Document, Edits, Format, Probe, make_segment
 
 _HEADER = regex.compile(r"(?m)^# aider chat started at ")
 
@@ -74,11 +75,20 @@ class AiderFormat(Format):
         if not any(_kind(line) == "header" for line in lines):
             raise self.fail(probe, "no '# aider chat started at' session line")
         blocks = parse_blocks(lines)
+        headers = [n for n, line in enumerate(lines) if _kind(line) == "header"]
         segments: list[Segment] = []
         step = 0
+        h = 0
+        joined = False  # the session's first user message joins the step its header opened
         for kind, start, end in blocks:
-            if kind == "user":
+            while h < len(headers) and headers[h] < start:
                 step += 1
+                h += 1
+                joined = False
+            if kind == "user":
+                if joined or step == 0:
+                    step += 1
+                joined = True
                 text = "\n".join(_strip(line, "user") for line in lines[start:end])
                 role, skind = Role.user, SegmentKind.message
             elif kind == "tool":
@@ -89,10 +99,10 @@ class AiderFormat(Format):
                 text = text[:-1] if text.endswith("\n") else text
                 role, skind = Role.assistant, SegmentKind.message
             st = max(step, 1)
-            segments.append(Segment(id=f"m{start}", index=len(segments), step=st, step_id=f"s{st}",
+            segments.append(make_segment(id=f"m{start}", index=len(segments), step=st, step_id=f"s{st}",
                                     role=role, kind=skind, text=text, origin=(start, end)))
         doc = Document(self.name, lines, segments, probe.raw.source)
-        doc.state["sessions"] = [n for n, line in enumerate(lines) if _kind(line) == "header"]
+        doc.state["sessions"] = headers
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:

@@ -19,12 +19,21 @@ import regex
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, plan_drops, put_text
-from .openai_chat import command_from_arguments
+from .base import (
+    CallIndex,
+    Document,
+    Edits,
+    Format,
+    Probe,
+    command_from_arguments,
+    make_segment,
+    plan_drops,
+    put_text,
+)
 
 _EXIT = regex.compile(r"\A\s*(?:Error: )?Exit code:? (-?\d+)")
-_BLOCKS = {"text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document",
-           "server_tool_use", "web_search_tool_result", "search_result", "container_upload"}
+_BLOCKS = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document",
+           "server_tool_use", "web_search_tool_result", "search_result", "container_upload")
 
 
 def messages_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
@@ -43,13 +52,16 @@ def exit_code_of(text: str) -> int | None:
 class BlockReader:
     """Turns Anthropic content (a string or a list of blocks) into segments; shared with Claude Code."""
 
-    def __init__(self) -> None:
+    def __init__(self, compact_json: bool = False) -> None:
+        # tool inputs are objects: their text is their JSON, written the way the container
+        # writes it (compact in JSONL) so the text also appears verbatim in the output
+        self.separators = (",", ":") if compact_json else None
         self.segments: list[Segment] = []
         self.calls = CallIndex()
         self.call_info: dict[str, dict[str, Any]] = {}
 
     def add(self, **kw: Any) -> Segment:
-        seg = Segment(index=len(self.segments), **kw)
+        seg = make_segment(index=len(self.segments), **kw)
         self.segments.append(seg)
         return seg
 
@@ -77,7 +89,7 @@ class BlockReader:
                 inp = block.get("input")
                 call_id = block.get("id")
                 name = block.get("name")
-                text = inp if isinstance(inp, str) else json.dumps(inp, ensure_ascii=False)
+                text = inp if isinstance(inp, str) else json.dumps(inp, ensure_ascii=False, separators=self.separators)
                 cmd = command_from_arguments(inp) if isinstance(inp, (dict, str)) else None
                 sid = f"m{i}.c{j}"
                 out.append(self.add(id=sid, step=step, step_id=f"s{step}", role=Role.assistant,

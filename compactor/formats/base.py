@@ -24,8 +24,12 @@ __all__ = [
     "Format",
     "Probe",
     "RawInput",
+    "command_from_arguments",
     "get_at",
     "jsonl_records",
+    "make_segment",
+    "name_of",
+    "norm_id",
     "plan_drops",
     "put_text",
     "record_line",
@@ -111,6 +115,60 @@ def set_at(data: Any, path: tuple[str | int, ...], value: Any) -> None:
     for key in path[:-1]:
         cur = cur[key]
     cur[path[-1]] = value
+
+
+def command_from_arguments(arguments: Any) -> str | None:
+    """Best-effort command text of a tool call's arguments (a JSON string or an object)."""
+    args = arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except (json.JSONDecodeError, RecursionError):
+            return args[:2000] or None
+    if isinstance(args, dict):
+        for key in ("command", "cmd", "code", "query", "path", "file_path", "pattern", "url"):
+            v = args.get(key)
+            if isinstance(v, str) and v:
+                return v
+            if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                return " ".join(v)
+        return json.dumps(args, ensure_ascii=False, sort_keys=True)[:2000]
+    return None
+
+
+def norm_id(value: Any) -> str | None:
+    """An id as found in the data, as a string (ints are ids too); anything else is no id."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def name_of(value: Any) -> str | None:
+    """A membership-safe string: the value when it is a string, else None (never unhashable)."""
+    return value if isinstance(value, str) else None
+
+
+def make_segment(**kw: Any) -> Segment:
+    """Build a Segment from values read out of untrusted data, coercing the optional fields.
+
+    Real files hold odd values (a list where a string id was expected, a bool exit code); a
+    reader must not crash on them, so ids/names/commands that are not strings become None,
+    exit codes must be ints, error flags bools.
+    """
+    for key in ("call_id", "tool_name", "command"):
+        v = kw.get(key)
+        if v is not None and not isinstance(v, str):
+            kw[key] = norm_id(v) if key == "call_id" else None
+    code = kw.get("exit_code")
+    if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
+        kw["exit_code"] = None
+    if kw.get("is_error") is not None and not isinstance(kw["is_error"], bool):
+        kw["is_error"] = None
+    if not isinstance(kw.get("text"), str):
+        kw["text"] = "" if kw.get("text") is None else json.dumps(kw["text"], ensure_ascii=False, default=str)
+    return Segment(**kw)
 
 
 def put_text(data: Any, path: tuple[str | int, ...], text: str) -> bool:
@@ -207,14 +265,16 @@ class CallIndex:
         self._last: dict[str, tuple[str, dict[str, Any]]] = {}
         self.pairs: list[tuple[str, str]] = []
 
-    def add_call(self, call_id: str | None, seg_id: str, **info: Any) -> None:
+    def add_call(self, call_id: Any, seg_id: str, **info: Any) -> None:
+        call_id = norm_id(call_id)
         if not call_id:
             return
         self._open.setdefault(call_id, []).append((seg_id, info))
         self._last[call_id] = (seg_id, info)
 
-    def match(self, call_id: str | None, result_seg_id: str) -> dict[str, Any] | None:
+    def match(self, call_id: Any, result_seg_id: str) -> dict[str, Any] | None:
         """Record the pairing; return the call's info (step, tool_name, command, ...) or None."""
+        call_id = norm_id(call_id)
         if not call_id:
             return None
         waiting = self._open.get(call_id)
@@ -227,7 +287,8 @@ class CallIndex:
         self.pairs.append((seg_id, result_seg_id))
         return info
 
-    def has(self, call_id: str | None) -> bool:
+    def has(self, call_id: Any) -> bool:
+        call_id = norm_id(call_id)
         return bool(call_id) and call_id in self._last
 
 

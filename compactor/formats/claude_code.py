@@ -30,8 +30,8 @@ from . import register
 from .anthropic import BlockReader
 from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, put_text, record_line
 
-_MESSAGE_TYPES = {"user", "assistant"}
-_OTHER_TYPES = {"queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment"}
+_MESSAGE_TYPES = ("user", "assistant")
+_OTHER_TYPES = ("queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment")
 
 
 @register
@@ -61,7 +61,7 @@ class ClaudeCodeFormat(Format):
         records = jsonl_records(probe)
         if records is None:
             raise self.fail(probe, "expected JSONL records")
-        reader = BlockReader()
+        reader = BlockReader(compact_json=True)
         mirrors: dict[str, list[tuple[str | int, ...]]] = {}
         tool_mirror: dict[str, list[tuple[str | int, ...]]] = {}
         sidechain: list[str] = []
@@ -140,10 +140,22 @@ class ClaudeCodeFormat(Format):
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
         dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        # lines of a dropped API response that hold no segment (thinking blocks) go with it
+        groups: dict[str, list[int]] = {}
+        for i, rec in enumerate(data):
+            mid = rec.get("message", {}).get("id") if isinstance(rec, dict) and isinstance(rec.get("message"), dict) else None
+            if isinstance(mid, str):
+                groups.setdefault(mid, []).append(i)
+        with_segs = {record_of(s) for s in doc.segments}
+        for members in groups.values():
+            live = [i for i in members if i in with_segs]
+            if live and all(i in dropped for i in live):
+                dropped.update(members)
         # mirror copies of dropped lines go too
         drop_uuids = {data[i].get("uuid") for i in dropped if isinstance(data[i].get("uuid"), str)}
         for i, rec in enumerate(data):
-            if isinstance(rec, dict) and rec.get("type") in _MESSAGE_TYPES and rec.get("uuid") in drop_uuids:
+            if isinstance(rec, dict) and rec.get("type") in _MESSAGE_TYPES and isinstance(rec.get("uuid"), str) \
+                    and rec["uuid"] in drop_uuids:
                 dropped.add(i)
         insert_at: int | None = min(dropped) if dropped else None
         if insert_at is None and edits.summary:

@@ -13,8 +13,9 @@ encrypted content) are not segments. ``compacted`` lines (Codex's own summary) a
   ``exec_command_end`` output): never segments. A replaced text is written to its mirrors too
   (command output fields for ``call_id``), and mirrors of dropped items are dropped.
 - Harness user messages (``<environment_context>``, ``# AGENTS.md instructions``,
-  ``<user_instructions>``) are ``meta=True``. ``session_meta.instructions`` is the system prompt
-  (step 0) unless a harness message already repeats it.
+  ``<user_instructions>``) are ``meta=True``; they and the prompt after them form one step.
+  ``session_meta`` (including its ``instructions``, which the AGENTS.md message repeats),
+  ``turn_context`` and ``event_msg`` lines make no segments and are written back unchanged.
 - Exit codes are parsed from the output text: ``Exit code: N`` or a JSON string with
   ``metadata.exit_code``. There is no error flag besides that.
 """
@@ -28,13 +29,24 @@ import regex
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, jsonl_records, plan_drops, put_text, record_line
-from .openai_chat import command_from_arguments
+from .base import (
+    CallIndex,
+    Document,
+    Edits,
+    Format,
+    Probe,
+    command_from_arguments,
+    jsonl_records,
+    make_segment,
+    plan_drops,
+    put_text,
+    record_line,
+)
 
-_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _EXIT = regex.compile(r"\A(?:.*\n){0,3}?Exit code: (-?\d+)")
 _HARNESS = ("<environment_context>", "# AGENTS.md instructions", "<user_instructions>", "<INSTRUCTIONS>")
-_ASSISTANT_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "reasoning"}
+_ASSISTANT_ITEMS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call", "reasoning")
 _OUTPUT_MIRROR_FIELDS = ("stdout", "stderr", "aggregated_output", "formatted_output")
 
 
@@ -97,10 +109,9 @@ class CodexFormat(Format):
         step = 0
         prev_side = "user"
         harness_open = False
-        user_texts: list[str] = []
 
         def add(**kw: Any) -> None:
-            segments.append(Segment(index=len(segments), **kw))
+            segments.append(make_segment(index=len(segments), **kw))
 
         for i, rec in enumerate(records):
             line = f"line {record_line(probe, i)}"
@@ -148,8 +159,6 @@ class CodexFormat(Format):
                     seg_role, st = Role.user, step
                 for k, (origin, text) in enumerate(parts):
                     meta = role == "user" and text.lstrip().startswith(_HARNESS)
-                    if role == "user":
-                        user_texts.append(text)
                     add(id=f"m{i}" if len(parts) == 1 else f"m{i}.{k}", step=st, step_id=f"s{st}", role=seg_role,
                         kind=SegmentKind.message, text=text, meta=meta, origin=origin)
                 continue
@@ -164,23 +173,23 @@ class CodexFormat(Format):
                                          "web_search" if ptype == "web_search_call" else None)
                 if ptype == "function_call":
                     args = p.get("arguments")
-                    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+                    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, separators=(",", ":"))
                     origin: tuple[str | int, ...] = (i, "payload", "arguments")
                     cmd = _command(args)
                 elif ptype == "custom_tool_call":
                     inp = p.get("input")
-                    text = inp if isinstance(inp, str) else json.dumps(inp, ensure_ascii=False)
+                    text = inp if isinstance(inp, str) else json.dumps(inp, ensure_ascii=False, separators=(",", ":"))
                     origin = (i, "payload", "input")
                     cmd = text.splitlines()[0] if text else None
                 elif ptype == "local_shell_call":
                     action = p.get("action") if isinstance(p.get("action"), dict) else {}
-                    text = json.dumps(action, ensure_ascii=False)
+                    text = json.dumps(action, ensure_ascii=False, separators=(",", ":"))
                     origin = (i, "payload", "action")
                     cmd = _command(action)
                 else:
                     action = p.get("action") if isinstance(p.get("action"), dict) else {}
                     q = action.get("query")
-                    text = q if isinstance(q, str) else json.dumps(action, ensure_ascii=False)
+                    text = q if isinstance(q, str) else json.dumps(action, ensure_ascii=False, separators=(",", ":"))
                     origin = (i, "payload", "action", "query") if isinstance(q, str) else ()
                     cmd = q if isinstance(q, str) else None
                 add(id=f"m{i}", step=st, step_id=f"s{st}", role=Role.assistant, kind=SegmentKind.tool_call,
@@ -216,20 +225,6 @@ class CodexFormat(Format):
                         is_error=is_error, exit_code=code, origin=origin)
                 continue
             # reasoning and unknown items: no segments
-        # session_meta instructions: the system prompt, unless a harness message repeats it
-        for i, rec in enumerate(records):
-            if rec.get("type") != "session_meta":
-                continue
-            p = rec["payload"]
-            for key in ("instructions", "base_instructions"):
-                v = p.get(key)
-                path: tuple[str | int, ...] = (i, "payload", key)
-                if isinstance(v, dict) and isinstance(v.get("text"), str):
-                    v, path = v["text"], (*path, "text")
-                if isinstance(v, str) and v.strip() and not any(v.strip() in t for t in user_texts):
-                    segments.insert(0, Segment(id=f"m{i}.{key}", index=0, step=0, step_id="s0", role=Role.system,
-                                               kind=SegmentKind.message, text=v, origin=path))
-            break
         segments = [s.model_copy(update={"index": n}) if s.index != n else s for n, s in enumerate(segments)]
         # event_msg mirrors
         by_call: dict[str, str] = {s.call_id: s.id for s in segments
@@ -284,8 +279,7 @@ class CodexFormat(Format):
                 return int(seg.origin[0])
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
-        dropped = plan_drops([s for s in doc.segments if not s.id.endswith("instructions")],  # never session_meta
-                             edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
         for sid, recs in mirror_records.items():
             if sid in by_id and record_of(by_id[sid]) in dropped:
                 dropped.update(recs)

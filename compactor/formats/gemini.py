@@ -24,10 +24,21 @@ import regex
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, jsonl_records, plan_drops, put_text, record_line
-from .openai_chat import command_from_arguments
+from .base import (
+    CallIndex,
+    Document,
+    Edits,
+    Format,
+    Probe,
+    command_from_arguments,
+    jsonl_records,
+    make_segment,
+    plan_drops,
+    put_text,
+    record_line,
+)
 
-_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
+_TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
 _EXIT = regex.compile(r"(?m)^Exit Code: (-?\d+)\s*$")
 
 
@@ -92,7 +103,7 @@ class GeminiFormat(Format):
                     run_sid = f"m{i}"
                     run_texts = [content]
                     chunks[run_sid] = []
-                    segments.append(Segment(id=run_sid, index=len(segments), step=step, step_id=f"s{step}",
+                    segments.append(make_segment(id=run_sid, index=len(segments), step=step, step_id=f"s{step}",
                                             role=Role.assistant, kind=SegmentKind.message, text=content,
                                             origin=(i, "content")))
                     continue
@@ -106,7 +117,7 @@ class GeminiFormat(Format):
                     step += 1
                     prev_side = "user"
                     seg_role = Role.system if role == "system" else Role.user
-                segments.append(Segment(id=f"m{i}", index=len(segments), step=step, step_id=f"s{step}",
+                segments.append(make_segment(id=f"m{i}", index=len(segments), step=step, step_id=f"s{step}",
                                         role=seg_role, kind=SegmentKind.message, text=content, origin=(i, "content")))
                 continue
             flush()
@@ -118,9 +129,9 @@ class GeminiFormat(Format):
                 params = rec.get("parameters")
                 call_id = rec.get("tool_id")
                 name = rec.get("tool_name")
-                text = params if isinstance(params, str) else json.dumps(params, ensure_ascii=False)
+                text = params if isinstance(params, str) else json.dumps(params, ensure_ascii=False, separators=(",", ":"))
                 cmd = command_from_arguments(params) if isinstance(params, (dict, str)) else None
-                segments.append(Segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
+                segments.append(make_segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
                                         role=Role.assistant, kind=SegmentKind.tool_call, text=text,
                                         call_id=call_id, tool_name=name, command=cmd,
                                         origin=(i, "parameters") if "parameters" in rec else ()))
@@ -153,7 +164,7 @@ class GeminiFormat(Format):
                     if code is not None and code != 0:
                         err_flag = True
                     st = info.get("step", max(step, 1))
-                    segments.append(Segment(id=sid, index=len(segments), step=st, step_id=f"s{st}",
+                    segments.append(make_segment(id=sid, index=len(segments), step=st, step_id=f"s{st}",
                                             role=Role.tool, kind=SegmentKind.tool_result, text=text,
                                             call_id=call_id, tool_name=info.get("name"), command=info.get("cmd"),
                                             is_error=err_flag, exit_code=code, origin=origin))
@@ -161,7 +172,7 @@ class GeminiFormat(Format):
                 msg = rec.get("message")
                 if isinstance(msg, str):
                     st = max(step, 1)
-                    segments.append(Segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
+                    segments.append(make_segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
                                             role=Role.tool, kind=SegmentKind.tool_result, text=msg,
                                             is_error=rec.get("severity") != "warning", origin=(i, "message")))
             elif rtype == "init":

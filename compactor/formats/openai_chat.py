@@ -9,16 +9,27 @@ Tool calls are paired with ``role: "tool"`` results by ``tool_call_id``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterable
 
 import regex
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, plan_drops, set_at
+from .base import (
+    CallIndex,
+    Document,
+    Edits,
+    Format,
+    Probe,
+    command_from_arguments,
+    make_segment,
+    norm_id,
+    plan_drops,
+    set_at,
+)
 
 _RETURNCODE = regex.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_ROLES = {"system", "developer", "user", "assistant", "tool", "function", "exit"}
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function", "exit")
 _ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use")
 
 
@@ -28,25 +39,6 @@ def messages_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
     if isinstance(value, dict) and isinstance(value.get("messages"), list):
         return value["messages"], ("messages",)
     return None, ()
-
-
-def command_from_arguments(arguments: Any) -> str | None:
-    """Best-effort command text of a tool call's arguments (a JSON string or an object)."""
-    args = arguments
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except (json.JSONDecodeError, RecursionError):
-            return args[:2000] or None
-    if isinstance(args, dict):
-        for key in ("command", "cmd", "code", "query", "path", "file_path", "pattern", "url"):
-            v = args.get(key)
-            if isinstance(v, str) and v:
-                return v
-            if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-                return " ".join(v)
-        return json.dumps(args, ensure_ascii=False, sort_keys=True)[:2000]
-    return None
 
 
 @register
@@ -101,7 +93,9 @@ class OpenAIChatFormat(Format):
                     elif isinstance(part, str):
                         parts.append(((*path, "content", j), part))
             if role in ("tool", "function"):
-                call_id = msg.get("tool_call_id") or (msg.get("tool_call_ids") or [None])[0] or msg.get("name")
+                ids = msg.get("tool_call_ids")
+                call_id = (norm_id(msg.get("tool_call_id")) or (norm_id(ids[0]) if isinstance(ids, list) and ids else None)
+                           or norm_id(msg.get("name")))
                 st = call_steps.get(call_id, step) if call_id else step
                 tool_name, cmd = call_cmds.get(call_id, (msg.get("name"), None))
                 extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
@@ -114,7 +108,7 @@ class OpenAIChatFormat(Format):
                 for k, (origin, text) in enumerate(parts):
                     sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
                     calls.match(call_id, sid)
-                    segments.append(Segment(
+                    segments.append(make_segment(
                         id=sid, index=len(segments), step=max(st, 1), step_id=f"s{max(st, 1)}",
                         role=Role.tool, kind=SegmentKind.tool_result, text=text, call_id=call_id,
                         tool_name=tool_name, command=cmd,
@@ -128,16 +122,17 @@ class OpenAIChatFormat(Format):
             meta = role == "exit" or bool(msg.get("is_demo"))
             for k, (origin, text) in enumerate(parts):
                 sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
-                segments.append(Segment(
+                segments.append(make_segment(
                     id=sid, index=len(segments), step=step if role != "system" or i > 0 else 0,
                     step_id=f"s{step}", role=seg_role, kind=SegmentKind.message, text=text, meta=meta,
                     origin=origin))
-            for j, call in enumerate(msg.get("tool_calls") or []):
+            raw_calls = msg.get("tool_calls")
+            for j, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
                 if not isinstance(call, dict):
                     continue
                 fn = call.get("function") if isinstance(call.get("function"), dict) else {}
                 args = fn.get("arguments")
-                call_id = call.get("id")
+                call_id = norm_id(call.get("id"))
                 name = fn.get("name")
                 cmd = command_from_arguments(args)
                 if call_id:
@@ -145,7 +140,7 @@ class OpenAIChatFormat(Format):
                     call_cmds[call_id] = (name, cmd)
                     calls.add_call(call_id, f"m{i}.c{j}")
                 text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-                segments.append(Segment(
+                segments.append(make_segment(
                     id=f"m{i}.c{j}", index=len(segments), step=step, step_id=f"s{step}",
                     role=Role.assistant, kind=SegmentKind.tool_call, text=text or "", call_id=call_id,
                     tool_name=name, command=cmd,
@@ -186,7 +181,7 @@ class OpenAIChatFormat(Format):
             kept.append(msg)
         if edits.summary and not inserted:
             kept.append(self.make_message("user", edits.summary))
-        _drop_orphan_tool_messages(kept)
+        _drop_orphan_tool_messages(kept, msgs)
         if base:
             data["messages"] = kept
             return data
@@ -196,7 +191,7 @@ class OpenAIChatFormat(Format):
         return {"role": role, "content": text}
 
 
-def _fully_dropped(doc: Document, drop: set[str], pairs: list[tuple[str, str]] = ()) -> set[int]:  # type: ignore[assignment]
+def _fully_dropped(doc: Document, drop: set[str], pairs: Iterable[tuple[str, str]] = ()) -> set[int]:
     """Message indices all of whose segments are dropped, keeping calls and results together."""
     base = doc.state.get("base", ())
 
@@ -210,16 +205,29 @@ def _fully_dropped(doc: Document, drop: set[str], pairs: list[tuple[str, str]] =
     return {int(r) for r in plan_drops(doc.segments, drop, record_of, pairs)}
 
 
-def _drop_orphan_tool_messages(msgs: list[Any]) -> None:
-    """After dropping, a tool result whose call is gone would be invalid for the API: drop it too."""
-    call_ids: set[str] = set()
+def _call_ids(msgs: list[Any]) -> set[str]:
+    ids: set[str] = set()
     for m in msgs:
-        for c in m.get("tool_calls") or []:
-            if isinstance(c, dict) and c.get("id"):
-                call_ids.add(c["id"])
+        calls = m.get("tool_calls") if isinstance(m, dict) else None
+        for c in calls if isinstance(calls, list) else []:
+            cid = norm_id(c.get("id")) if isinstance(c, dict) else None
+            if cid:
+                ids.add(cid)
+    return ids
+
+
+def _drop_orphan_tool_messages(msgs: list[Any], before: list[Any] | None = None) -> None:
+    """After dropping, a tool result whose call is gone would be invalid for the API: drop it too.
+
+    With ``before`` (the messages before dropping), only results whose call was removed go;
+    results that had no call in the input to begin with are left alone.
+    """
+    present = _call_ids(msgs)
+    removed = (_call_ids(before) - present) if before is not None else None
     keep = []
     for m in msgs:
-        if m.get("role") == "tool" and m.get("tool_call_id") and m["tool_call_id"] not in call_ids:
+        cid = norm_id(m.get("tool_call_id")) if isinstance(m, dict) and m.get("role") == "tool" else None
+        if cid and cid not in present and (removed is None or cid in removed):
             continue
         keep.append(m)
     msgs[:] = keep

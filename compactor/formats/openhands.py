@@ -6,8 +6,9 @@ record ``{instance_id, instruction, history: [...], metrics, error, test_result}
 V0: actions carry ``action`` + ``args``, observations ``observation`` + ``content`` + ``extras``
 and ``cause`` (the id of the action they answer: that is how results are paired, never by
 position). The model's prose for a tool step is ``args.thought`` (an assistant message
-segment); the call itself is ``args.command`` (run), ``args.code`` (IPython), or the JSON of
-the other arguments (read/edit/...; not rewritable). Exit codes come from
+segment); the call itself is ``args.command`` (run), ``args.code`` (IPython), or the payload
+argument of other actions (``file_text``/``new_str``/``content`` of an edit, ``path`` of a read;
+``command`` then reads ``"<sub-command> <path>"``). Exit codes come from
 ``extras.metadata.exit_code``; ``observation: "error"`` and results starting ``ERROR:`` are
 errors. ``tool_call_metadata.model_response`` (the raw LLM reply) and the edit observation's
 ``old_content``/``new_content``/``diff`` are mirror copies: never segments; a replaced edit
@@ -21,6 +22,10 @@ V1 (software-agent-sdk): ``MessageEvent`` (``llm_message.content`` text parts),
 ``tool_call_id``), ``AgentErrorEvent`` (an error result for ``tool_call_id``),
 ``SystemPromptEvent``. The system prompt is usually not in the history; the top-level
 ``instruction`` is the user task. Browser screenshots are never text.
+
+Writing: a dropped event takes its observations with it; when the user message that the
+eval record's ``instruction`` repeats is dropped (or the instruction segment itself), the
+instruction is emptied so the dropped text does not come back.
 """
 
 from __future__ import annotations
@@ -31,15 +36,17 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, plan_drops, put_text
+from .base import CallIndex, Document, Edits, Format, Probe, make_segment, name_of, norm_id, plan_drops, put_text
 
-_V1_KINDS = {"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
+_V1_KINDS = ("ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
              "UserRejectObservation", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
-             "PauseEvent", "ConversationStateUpdateEvent", "LLMConvertibleEvent"}
+             "PauseEvent", "ConversationStateUpdateEvent", "LLMConvertibleEvent")
 _CALL_FIELD = {"run": "command", "run_ipython": "code", "browse": "url", "browse_interactive": "browser_actions"}
-_NOISE_ARGS = {"thought", "blocking", "is_static", "cwd", "hidden", "confirmation_state", "security_risk",
-               "impl_source", "is_input", "include_extra", "wait_for_response", "image_urls"}
-_SKIP_OBS = {"agent_state_changed", "null"}
+_NOISE_ARGS = ("thought", "blocking", "is_static", "cwd", "hidden", "confirmation_state", "security_risk",
+               "impl_source", "is_input", "include_extra", "wait_for_response", "image_urls")
+_SKIP_OBS = ("agent_state_changed", "null")
+# V0 arguments that carry a call's payload, by preference (translated_ipython_code is derived)
+_PAYLOAD_ARGS = ("file_text", "new_str", "content", "code", "old_str", "path", "url", "query", "task", "agent")
 _EDIT_MIRRORS = ("old_content", "new_content", "diff", "_diff_cache")
 
 
@@ -128,7 +135,7 @@ class OpenHandsFormat(Format):
 
     def _instruction(self, data: Any, base: tuple[str | int, ...], ctx: "_Ctx", user_texts: dict[str, str]) -> None:
         """The eval record's 'instruction': a mirror of a user message, or the task itself."""
-        if not base or not isinstance(data.get("instruction"), str):
+        if not base or not isinstance(data.get("instruction"), str) or not data["instruction"]:
             return
         text = data["instruction"]
         for sid, t in user_texts.items():
@@ -153,8 +160,9 @@ class OpenHandsFormat(Format):
                 if kind == "recall":
                     continue
                 if kind == "system":
-                    for k, (origin, text) in enumerate(_parts := _text_parts(args.get("content"), (*path, "args", "content"))):
-                        sid = _sid(i, k, len(_parts))
+                    parts = _text_parts(args.get("content"), (*path, "args", "content"))
+                    for k, (origin, text) in enumerate(parts):
+                        sid = _sid(i, k, len(parts))
                         ctx.add(sid, step=0, role=Role.system, kind=SegmentKind.message, text=text, origin=origin)
                         ctx.mirror_if_equal(sid, e, path, text)
                     continue
@@ -181,7 +189,7 @@ class OpenHandsFormat(Format):
                         ctx.add(sid, step=st, role=Role.assistant, kind=SegmentKind.message, text=text, origin=origin)
                         ctx.mirror_if_equal(sid, e, path, text)
                     continue
-                call_id = tcm.get("tool_call_id") or f"event-{e.get('id', i)}"
+                call_id = norm_id(tcm.get("tool_call_id")) or f"event-{norm_id(e.get('id')) or i}"
                 name = tcm.get("function_name") or kind
                 thought = args.get("thought")
                 if kind == "think":
@@ -189,7 +197,7 @@ class OpenHandsFormat(Format):
                         ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=thought,
                                 call_id=call_id, tool_name=name, command=None, origin=(*path, "args", "thought"))
                         ctx.calls.add_call(call_id, f"m{i}.c0")
-                        action_info[e.get("id")] = dict(step=st, call_id=call_id, name=name, cmd=None, seg=f"m{i}.c0")
+                        action_info[norm_id(e.get("id"))] = dict(step=st, call_id=call_id, name=name, cmd=None, seg=f"m{i}.c0")
                     continue
                 if isinstance(thought, str) and thought:
                     ctx.add(f"m{i}", step=st, role=Role.assistant, kind=SegmentKind.message, text=thought,
@@ -208,22 +216,26 @@ class OpenHandsFormat(Format):
                     origin: tuple[str | int, ...] = (*path, "args", field_name)
                     cmd = text
                 else:
-                    rest = {k: v for k, v in args.items() if k not in _NOISE_ARGS and v is not None}
-                    text = json.dumps(rest, ensure_ascii=False, sort_keys=True)
-                    origin = ()
-                    target = args.get("path") or args.get("url")
-                    sub = args.get("command") if isinstance(args.get("command"), str) else None
-                    cmd = f"{sub} {target}" if sub and target else (str(target) if target else None)
+                    # the payload argument, so the text is in the file and can be rewritten
+                    key = next((k for k in _PAYLOAD_ARGS if isinstance(args.get(k), str) and args[k]), None)
+                    if key is not None:
+                        text, origin = args[key], (*path, "args", key)
+                    else:
+                        rest = {k: v for k, v in args.items() if k not in _NOISE_ARGS and v is not None}
+                        text, origin = json.dumps(rest, ensure_ascii=False, sort_keys=True), ()
+                    target = name_of(args.get("path")) or name_of(args.get("url"))
+                    sub = name_of(args.get("command"))
+                    cmd = f"{sub} {target}" if sub and target else target
                 ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=text,
                         call_id=call_id, tool_name=name, command=cmd, origin=origin)
                 ctx.calls.add_call(call_id, f"m{i}.c0")
-                action_info[e.get("id")] = dict(step=st, call_id=call_id, name=name, cmd=cmd, seg=f"m{i}.c0")
+                action_info[norm_id(e.get("id"))] = dict(step=st, call_id=call_id, name=name, cmd=cmd, seg=f"m{i}.c0")
                 continue
             # observation
             obs = e.get("observation")
             if obs in _SKIP_OBS:
                 continue
-            cause = e.get("cause")
+            cause = norm_id(e.get("cause"))
             info = action_info.get(cause) if cause is not None else None
             st = info["step"] if info else max(step, 1)
             parts = _text_parts(e.get("content"), (*path, "content")) or [((), "")]
@@ -277,7 +289,8 @@ class OpenHandsFormat(Format):
                 continue
             if kind == "MessageEvent":
                 msg = e.get("llm_message") if isinstance(e.get("llm_message"), dict) else {}
-                role = msg.get("role") or ("user" if e.get("source") == "user" else "assistant")
+                role = msg.get("role") if isinstance(msg.get("role"), str) else (
+                    "user" if e.get("source") == "user" else "assistant")
                 parts = _text_parts(msg.get("content"), (*path, "llm_message", "content"))
                 if role == "user":
                     if not (base and not user_texts and parts and parts[0][1] == data.get("instruction")):
@@ -325,10 +338,10 @@ class OpenHandsFormat(Format):
                 ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=text,
                         call_id=call_id, tool_name=name, command=cmd, origin=origin)
                 ctx.calls.add_call(call_id, f"m{i}.c0")
-                by_event[e.get("id")] = dict(seg=f"m{i}.c0", step=st, call_id=call_id, name=name, cmd=cmd)
+                by_event[norm_id(e.get("id"))] = dict(seg=f"m{i}.c0", step=st, call_id=call_id, name=name, cmd=cmd)
                 continue
             if kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
-                info = by_event.get(e.get("action_id")) if e.get("action_id") is not None else None
+                info = by_event.get(norm_id(e.get("action_id"))) if norm_id(e.get("action_id")) else None
                 call_id = info["call_id"] if info else e.get("tool_call_id")
                 obs = e.get("observation") if isinstance(e.get("observation"), dict) else {}
                 exit_code: int | None = None
@@ -414,19 +427,37 @@ class OpenHandsFormat(Format):
             return None
 
         dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        # the eval record's instruction goes with the message it repeats (or when dropped itself)
+        if base and isinstance(data.get("instruction"), str):
+            for sid, paths in mirrors.items():
+                seg = by_id.get(sid)
+                if ("instruction",) in paths and seg is not None and record_of(seg) in dropped:
+                    data["instruction"] = ""
+            if "instruction" in edits.drop:
+                data["instruction"] = ""
         events, _ = events_of(data)
         assert events is not None
         v1 = doc.state.get("version") == "v1"
         if v1:
             # observations follow their action out even when they hold no segment
-            gone_ids = {events[i].get("id") for i in dropped}
+            gone_ids = {norm_id(events[i].get("id")) for i in dropped} - {None}
             for i, e in enumerate(events):
-                if e.get("action_id") is not None and e.get("action_id") in gone_ids:
+                if norm_id(e.get("action_id")) in gone_ids:
                     dropped.add(i)
         else:
-            gone_ids = {events[i].get("id") for i in dropped if "action" in events[i]}
+            gone_ids = {norm_id(events[i].get("id")) for i in dropped if "action" in events[i]} - {None}
             for i, e in enumerate(events):
-                if e.get("cause") is not None and e.get("cause") in gone_ids:
+                if norm_id(e.get("cause")) in gone_ids:
+                    dropped.add(i)
+            # actions with no segments of their own (recall) go with their observations
+            with_segs = {record_of(s) for s in doc.segments}
+            causes: dict[str, list[int]] = {}
+            for i, e in enumerate(events):
+                if norm_id(e.get("cause")):
+                    causes.setdefault(norm_id(e["cause"]), []).append(i)
+            for i, e in enumerate(events):
+                obs = causes.get(norm_id(e.get("id")) or "", []) if "action" in e else []
+                if i not in with_segs and obs and all(j in dropped for j in obs):
                     dropped.add(i)
         insert_at: int | None = min(dropped) if dropped else None
         if insert_at is None and edits.summary:
@@ -497,7 +528,7 @@ class _Ctx:
 
     def add(self, sid: str, *, step: int, role: Role, kind: SegmentKind, text: str, first: bool = False,
             **kw: Any) -> None:
-        seg = Segment(id=sid, index=0, step=step, step_id=f"s{step}", role=role, kind=kind, text=text, **kw)
+        seg = make_segment(id=sid, index=0, step=step, step_id=f"s{step}", role=role, kind=kind, text=text, **kw)
         if first:  # after the system prompt
             at = 0
             while at < len(self.segments) and self.segments[at].role == Role.system:

@@ -19,8 +19,17 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, plan_drops, put_text
-from .openai_chat import command_from_arguments
+from .base import (
+    CallIndex,
+    Document,
+    Edits,
+    Format,
+    Probe,
+    command_from_arguments,
+    make_segment,
+    plan_drops,
+    put_text,
+)
 
 _STEP_KEYS = ("action", "observation", "content")
 _EVENT_KEYS = ("id", "source", "args", "extras", "cause", "kind", "role")
@@ -84,7 +93,7 @@ class StepsFormat(Format):
             if objective is not None and not isinstance(objective, str):
                 raise self.fail(probe, "'current_objective' must be a string", "current_objective")
             if isinstance(objective, str):
-                segments.append(Segment(
+                segments.append(make_segment(
                     id="objective", index=0, step=0, step_id="s0", role=Role.user,
                     kind=SegmentKind.message, text=objective, origin=("current_objective",)))
         for i, item in enumerate(steps):
@@ -99,13 +108,13 @@ class StepsFormat(Format):
             step_id = str(raw_id) if raw_id not in (None, "") else f"s{pos}"
             if "content" in item and "action" not in item and "observation" not in item:
                 role = Role.assistant if item.get("role") == "assistant" else Role.user
-                segments.append(Segment(
+                segments.append(make_segment(
                     id=f"m{i}", index=len(segments), step=pos, step_id=step_id, role=role,
                     kind=SegmentKind.message, text=_text_of(item["content"]), origin=(*path, "content")))
                 continue
             thought = item.get("thought")
             if isinstance(thought, str) and thought:
-                segments.append(Segment(
+                segments.append(make_segment(
                     id=f"m{i}", index=len(segments), step=pos, step_id=step_id, role=Role.assistant,
                     kind=SegmentKind.message, text=thought, origin=(*path, "thought")))
             call_id = step_id
@@ -115,8 +124,11 @@ class StepsFormat(Format):
                 action = item["action"]
                 text = _text_of(action)
                 cmd = text if isinstance(action, str) else command_from_arguments(action)
-                name = text.split("(", 1)[0].split()[0] if isinstance(action, str) and text.strip() else None
-                segments.append(Segment(
+                if isinstance(action, dict):
+                    name = next((action[k] for k in ("tool", "name") if isinstance(action.get(k), str)), None)
+                else:
+                    name = text.split("(", 1)[0].split()[0] if text.strip() else None
+                segments.append(make_segment(
                     id=f"m{i}.c0", index=len(segments), step=pos, step_id=step_id, role=Role.assistant,
                     kind=SegmentKind.tool_call, text=text, call_id=call_id, tool_name=name, command=cmd,
                     origin=(*path, "action")))
@@ -126,7 +138,7 @@ class StepsFormat(Format):
                 paired = "action" in item
                 if paired:
                     calls.match(call_id, f"m{i}.r0")
-                segments.append(Segment(
+                segments.append(make_segment(
                     id=f"m{i}.r0", index=len(segments), step=pos, step_id=step_id, role=Role.tool,
                     kind=SegmentKind.tool_result, text=_text_of(obs), call_id=call_id if paired else None,
                     tool_name=name, command=cmd, origin=(*path, "observation")))

@@ -23,10 +23,21 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, get_at, plan_drops, put_text
-from .openai_chat import command_from_arguments
+from .base import (
+    CallIndex,
+    Document,
+    Edits,
+    Format,
+    Probe,
+    command_from_arguments,
+    get_at,
+    make_segment,
+    norm_id,
+    plan_drops,
+    put_text,
+)
 
-_ROLES = {"system", "user", "assistant", "tool"}
+_ROLES = ("system", "user", "assistant", "tool")
 
 
 def _is_demo(msg: dict[str, Any]) -> bool:
@@ -98,7 +109,7 @@ class SweAgentFormat(Format):
             demo = _is_demo(msg)
 
             def add(sid: str, **kw: Any) -> None:
-                segments.append(Segment(id=sid, index=len(segments), **kw))
+                segments.append(make_segment(id=sid, index=len(segments), **kw))
                 msg_index[sid] = i
 
             if role == "system" or demo:
@@ -108,7 +119,10 @@ class SweAgentFormat(Format):
                         text=text, meta=demo, origin=origin)
                 continue
             if role == "tool":
-                ids = msg.get("tool_call_ids") or ([msg["tool_call_id"]] if msg.get("tool_call_id") else [])
+                raw_ids = msg.get("tool_call_ids")
+                ids = [x for x in (norm_id(v) for v in raw_ids) if x] if isinstance(raw_ids, list) else []
+                if not ids and norm_id(msg.get("tool_call_id")):
+                    ids = [norm_id(msg.get("tool_call_id"))]
                 call_id = ids[0] if ids else None
                 for k, (origin, text) in enumerate(parts):
                     sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
@@ -146,7 +160,8 @@ class SweAgentFormat(Format):
             # assistant
             step += 1
             k_here = action_k if action_k < len(traj) else None
-            tool_calls = [c for c in (msg.get("tool_calls") or []) if isinstance(c, dict)]
+            raw_calls = msg.get("tool_calls")
+            tool_calls = [c for c in raw_calls if isinstance(c, dict)] if isinstance(raw_calls, list) else []
             action = msg.get("action") if isinstance(msg.get("action"), str) else None
             if tool_calls or action is None:
                 for k, (origin, text) in enumerate(parts):
@@ -290,7 +305,7 @@ def _action_steps(hist: list[Any], n_steps: int) -> dict[int, int]:
     for i, msg in enumerate(hist):
         if not isinstance(msg, dict) or msg.get("role") != "assistant" or _is_demo(msg):
             continue
-        if isinstance(msg.get("action"), str) or msg.get("tool_calls"):
+        if isinstance(msg.get("action"), str) or (isinstance(msg.get("tool_calls"), list) and msg["tool_calls"]):
             if k < n_steps:
                 out[i] = k
             k += 1
