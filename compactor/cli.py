@@ -27,8 +27,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         from .errors import ConfigError
 
-        raise ConfigError(f"{message} (see 'compactor {self.prog.split()[-1]} --help')" if " " in self.prog
-                          else f"{message} (see 'compactor --help')")
+        sub = " ".join(self.prog.split()[1:])
+        raise ConfigError(f"{message} (see 'compactor {sub} --help')" if sub else f"{message} (see 'compactor --help')")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:

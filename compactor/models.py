@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "SCHEMA_VERSION",
     "Anchor",
+    "AnchorCursor",
     "ChangeMade",
     "CompactionResult",
     "Decision",
@@ -27,6 +28,7 @@ __all__ = [
     "IntentItem",
     "NextStep",
     "OpenQuestion",
+    "PendingCall",
     "Placeholder",
     "Report",
     "Role",
@@ -137,6 +139,7 @@ class Item(Frozen):
 
 class Fact(Item):
     text: str
+    via: str = Field(default="", description="the action whose observation stated the fact (shortened)")
 
 
 class Decision(Item):
@@ -156,6 +159,8 @@ class ChangeMade(Item):
     description: str
     files: list[str] = Field(default_factory=list)
     tool: str = ""
+    status: Literal["pending", "applied", "failed"] = Field(
+        default="applied", description="pending: no result seen yet; failed: the result reported an error")
 
 
 class UserConstraint(Item):
@@ -203,6 +208,46 @@ class FileTouch(Frozen):
     unfinished: bool = False
 
 
+class PendingCall(Frozen):
+    """A tool call whose result has not been seen yet (anchor bookkeeping)."""
+
+    call_id: str = ""
+    step_id: str = ""
+    kind: Literal["edit", "shell", "read", "other"] = "other"
+    commands: int = Field(default=0, description="simple commands in a shell line")
+    change_ids: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list, description="files the call writes")
+    action: str = Field(default="", description="short text of the call")
+
+
+class AnchorCursor(Frozen):
+    """Bookkeeping that lets :func:`compactor.anchor.merge` continue exactly where the last build stopped.
+
+    Not part of the memory shown to an agent (never rendered); kept in the anchor so that
+    merging step by step gives the same anchor as building from the whole trajectory.
+    """
+
+    objective: str = ""
+    seq: int = Field(default=0, ge=0, description="segments folded in so far")
+    last_step: str = ""
+    open_file: str = Field(default="", description="the file an editor-style agent (SWE-agent) has open")
+    step_files: list[str] = Field(default_factory=list, description="files changed in last_step")
+    file_seq: dict[str, tuple[int, int, int]] = Field(
+        default_factory=dict, description="path -> (seq of last read, of last write, of last delete)")
+    pending_calls: list[PendingCall] = Field(default_factory=list)
+    last_attempt: str = ""
+    last_attempt_step: str = ""
+    last_error: str = ""
+    last_error_step: str = ""
+    last_result_error: bool = False
+    awaiting_answer: list[str] = Field(default_factory=list, description="ids of questions the user's next message answers")
+    recent_assumptions: list[str] = Field(default_factory=list, description="ids of assumptions made since the last user message")
+    acted: bool = Field(default=False, description="a tool call happened since the last assistant prose")
+    plan_steps: list[str] = Field(default_factory=list, description="ids of next steps from explicit plan lists (checkboxes)")
+    user_messages: int = 0
+    current_request: str = Field(default="", description="id of the active request in intent.history")
+
+
 class Anchor(Frozen):
     """The working memory: seed-000 fields plus seed-001 sections plus the files-touched trail."""
 
@@ -223,6 +268,7 @@ class Anchor(Frozen):
     files_touched: list[FileTouch] = Field(default_factory=list)
     # bookkeeping
     steps_seen: int = 0
+    cursor: AnchorCursor = Field(default_factory=AnchorCursor, description="merge bookkeeping; never rendered")
 
     @property
     def excluded_approaches(self) -> list[ExcludedApproach]:

@@ -193,8 +193,9 @@ class Compactor:
     def _finish(self, state: PipelineState) -> CompactionResult:
         doc = state.doc
         fmt = get_format(doc.format)
+        originals = {s.id: s.text for s in doc.segments}
         replace = {sid: t for sid, t in state.texts.items()
-                   if sid not in state.dropped and t != doc.segment(sid).text}
+                   if sid not in state.dropped and t != originals[sid]}
         edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary)
         messages = fmt.write(doc, edits)
         before = sum(self.counter.count(s.text) for s in doc.segments)

@@ -1,0 +1,818 @@
+"""Building and merging the anchor: one left fold over segments.
+
+:func:`merge` turns an :class:`~compactor.models.Anchor` back into a mutable working state,
+feeds it the new segments one by one, and freezes the state again. Everything the fold needs to
+continue (the open file, calls waiting for their results, the last error, ...) is kept in
+``Anchor.cursor``, so merging step by step gives exactly the anchor that building from the whole
+trajectory gives. Item ids come from content, so re-extracting an item finds the existing one:
+no duplicates, and an item's status (superseded, resolved, done) is never reset by seeing it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..models import (
+    Anchor,
+    AnchorCursor,
+    ChangeMade,
+    Decision,
+    Evidence,
+    ExcludedApproach,
+    Fact,
+    FileTouch,
+    Intent,
+    IntentItem,
+    NextStep,
+    OpenQuestion,
+    PendingCall,
+    Role,
+    Segment,
+    SegmentKind,
+    Span,
+    UserConstraint,
+)
+from ..normalize import normalize
+from . import cues as C
+from .cues import CUES
+from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
+from .files import call_effects
+
+__all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
+
+EVIDENCE_FAMILIES = ("trace", "error", "exit-code", "test-failure")
+_FAMILY_RANK = {"trace": 0, "test-failure": 1, "error": 2, "exit-code": 3}
+_MAX_PENDING = 64
+_MAX_PROSE_FACTS = 8
+_MAX_LINE_FACTS = 6
+_MAX_FACT_SCAN = 400_000  # characters of one tool output scanned for facts
+_FACT_EDGE_LINES = 200  # lines of a long output's head and tail scanned for structured facts
+_REQUEST_CHARS = 300
+
+
+def build_anchor(segments: Sequence[Segment], spans: Iterable[Span] = (), *, objective: str | None = None) -> Anchor:
+    """Build the anchor of a whole trajectory (segments in conversation order)."""
+    base = Anchor(cursor=AnchorCursor(objective=objective or ""))
+    return merge(base, segments, spans)
+
+
+def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span] = ()) -> Anchor:
+    """Evolve ``anchor`` with segments that came after the ones it was built from."""
+    by_seg: dict[str, list[Span]] = {}
+    ids = {s.id for s in new_segments}
+    for sp in spans:
+        if sp.segment_id is not None and sp.segment_id in ids:
+            by_seg.setdefault(sp.segment_id, []).append(sp)
+    for lst in by_seg.values():
+        lst.sort(key=lambda s: (s.start, s.end, s.rule_id))
+    st = _State(anchor)
+    for seg in new_segments:
+        st.feed(seg, by_seg.get(seg.id, ()))
+    return st.freeze()
+
+
+# ---------------------------------------------------------------------------------------
+
+
+_TAG_RE = C.regex.compile(r"</?[A-Za-z_][\w-]{0,40}>")
+_LABEL_RE = C.regex.compile(r"[A-Z][A-Z _-]{1,30}:")
+_INTRO_RE = C.regex.compile(r"(?i)\bfollowing\b|\bhere is\b|\bhere's\b|以下")
+_BARE_PATH_RE = C.regex.compile(r"[/~.][^\s]*")
+_WORD_RE = C.regex.compile(r"[A-Za-z][\w.+#-]{2,}")
+_HAN_RUN_RE = C.regex.compile(r"\p{Han}{2,}")
+_PRONOUN_RE = C.regex.compile(r"(?i)^(?:it|this|that|still|same|no|nope)\b")
+_NO_RE = C.regex.compile(r"(?i)^(?:no|nope|nah|不|不是|不对|不行)")
+_WRAPPER_RE = C.regex.compile(r"^</?\w+>\s*$|^<returncode>")
+_REASON_NEXT = C.regex.compile(r"(?i)^(?:this is because|that's because|because|the reason is|原因是|因为)")
+_ASK = C.regex.compile(r"(?i)\b(?:please|can you|could you|I want you to|I need you to|your task is|help me)\b|请|帮我|需要你")
+_ROLE_LINE = C.regex.compile(r"(?i)^you are (?:an?|the) ")
+
+
+def _condense_request(text: str) -> str:
+    """The gist of a user request: harness boilerplate dropped, first meaningful line(s), bounded.
+
+    Among the first lines, one that asks for something ("please ...", "请 ...") wins; otherwise
+    the first line (an issue's title), with the next one when it is very short.
+    """
+    t = text.strip()
+    if len(t) <= _REQUEST_CHARS:
+        return squash(t)
+    lines = _meaningful_lines(t, 8)
+    if lines and len(lines[0]) <= 100 and not lines[0].endswith((".", "。", ":", "：")) and not _ASK.search(lines[0]):
+        return shorten(lines[0], _REQUEST_CHARS)  # an issue title
+    ask = next((ln for ln in lines if _ASK.search(ln)), None)
+    if ask is not None:
+        return shorten(ask, _REQUEST_CHARS)
+    kept = lines[:1]
+    if kept and len(kept[0]) < 25 and len(lines) > 1:
+        kept.append(lines[1])
+    return shorten(" ".join(kept) if kept else t, _REQUEST_CHARS)
+
+
+def _meaningful_lines(t: str, limit: int) -> list[str]:
+    kept: list[str] = []
+    in_fence = False
+    for raw in t.split("\n"):
+        line = raw.strip()
+        if line.startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        line = _TAG_RE.sub(" ", line).strip()
+        line = line.strip("#*> ").strip()
+        if not line:
+            continue
+        if _LABEL_RE.fullmatch(line):
+            continue
+        if line.endswith(":") and len(line) < 200 and _INTRO_RE.search(line):
+            continue
+        if _BARE_PATH_RE.fullmatch(line) or _ROLE_LINE.match(line):
+            continue
+        kept.append(line)
+        if len(kept) >= limit:
+            break
+    return kept
+
+
+def _terms(text: str) -> set[str]:
+    words = {w.casefold() for w in _WORD_RE.findall(text)}
+    han = set(_HAN_RUN_RE.findall(text))
+    return words | han
+
+
+def _first_error_line(span_text: str) -> str:
+    lines = [ln.rstrip() for ln in span_text.split("\n") if ln.strip()]
+    if not lines:
+        return ""
+    if lines[0].lstrip().startswith("Traceback") or len(lines) > 3:
+        # the exception line of a trace is its last line
+        return lines[-1].strip()
+    return lines[0].strip()
+
+
+class _State:
+    """Mutable working state of the fold. ``freeze`` gives the frozen Anchor."""
+
+    def __init__(self, a: Anchor) -> None:
+        self.facts: dict[str, Fact] = {x.id: x for x in a.facts_learned}
+        self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
+        self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
+        self.dead: dict[str, ExcludedApproach] = {x.id: x for x in a.dead_ends}
+        self.changes: dict[str, ChangeMade] = {x.id: x for x in a.changes_made}
+        self.next_steps: dict[str, NextStep] = {x.id: x for x in a.next_steps}
+        self.evidence: dict[str, Evidence] = {x.id: x for x in a.key_evidence}
+        self.constraints: dict[str, UserConstraint] = {x.id: x for x in a.user_constraints}
+        self.intent: dict[str, IntentItem] = {x.id: x for x in a.intent.history}
+        self.files: dict[str, dict[str, Any]] = {
+            f.path: {"actions": list(f.actions), "first_step": f.first_step, "last_step": f.last_step,
+                     "related": list(f.related), "unfinished": f.unfinished}
+            for f in a.files_touched
+        }
+        self.steps_seen = a.steps_seen
+        c = a.cursor
+        self.objective = c.objective
+        self.seq = c.seq
+        self.last_step = c.last_step
+        self.open_file = c.open_file
+        self.step_files = list(c.step_files)
+        self.file_seq: dict[str, list[int]] = {k: list(v) for k, v in c.file_seq.items()}
+        self.pending: list[PendingCall] = list(c.pending_calls)
+        self.last_attempt = c.last_attempt
+        self.last_attempt_step = c.last_attempt_step
+        self.last_error = c.last_error
+        self.last_error_step = c.last_error_step
+        self.last_result_error = c.last_result_error
+        self.awaiting = list(c.awaiting_answer)
+        self.recent_assumptions = list(c.recent_assumptions)
+        self.acted = c.acted
+        self.plan_steps = list(c.plan_steps)
+        self.user_messages = c.user_messages
+        self.current_request = c.current_request
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, seg: Segment, spans: Sequence[Span]) -> None:
+        self.seq += 1
+        if seg.step_id != self.last_step:
+            self.steps_seen += 1
+            self.last_step = seg.step_id
+        if seg.role == Role.system or seg.meta:
+            return
+        text = normalize(seg.text)
+        if seg.role != Role.assistant:  # the agent restating an error is not evidence
+            for sp in spans:
+                if sp.family in EVIDENCE_FAMILIES and sp.text.strip():
+                    self._evidence(sp, seg.step_id)
+        if seg.kind == SegmentKind.tool_call:
+            self._call(seg, text, spans)
+        elif seg.kind == SegmentKind.tool_result:
+            self._result(seg, text, spans)
+        elif seg.role == Role.user:
+            self._user(seg, text, spans)
+        elif seg.role == Role.assistant:
+            self._assistant(seg, text, spans)
+
+    # ------------------------------------------------------------------ items
+    def _evidence(self, sp: Span, step: str) -> None:
+        eid = item_id("ev", sp.text, exact=True)
+        if eid not in self.evidence:
+            self.evidence[eid] = Evidence(id=eid, source_step=sp.step_id or step, text=sp.text,
+                                          rule_id=sp.rule_id, family=sp.family)
+
+    def _add_decision(self, sentence: str, step: str, reason: str = "") -> None:
+        decision, why = split_reason(sentence)
+        if reason and not why:
+            why = reason
+        did = item_id("de", decision)
+        if did not in self.decisions:
+            self.decisions[did] = Decision(id=did, source_step=step, decision=decision, reason=why)
+
+    def _add_dead_end(self, sentence: str, step: str) -> None:
+        head, why = split_reason(sentence)
+        words = sentence.split()
+        pronoun_led = bool(_PRONOUN_RE.match(sentence)) or (
+            len(words) < 5 and not C.HAN.search(sentence))
+        approach = head
+        if not why:
+            m = C.DEAD_END.search(head)
+            colon = head.find(": ", m.end() if m else 0)
+            if m and colon > 0 and colon + 2 < len(head):
+                approach, why = head[:colon].strip(), head[colon + 2:].strip()
+        if pronoun_led and self.last_attempt:
+            # "That didn't help." — the approach is the last thing the agent tried
+            approach = self.last_attempt
+            why = why or sentence
+        xid = item_id("ex", approach)
+        if xid not in self.dead:
+            self.dead[xid] = ExcludedApproach(id=xid, source_step=step, approach=approach, why=why or "",
+                                              evidence=self.last_error)
+
+    def _add_question(self, text: str, step: str) -> str:
+        qid = item_id("oq", text)
+        if qid not in self.questions:
+            self.questions[qid] = OpenQuestion(id=qid, source_step=step, text=text)
+        return qid
+
+    def _add_intent(self, kind: str, text: str, step: str) -> str:
+        iid = item_id("in", kind, text)
+        if iid not in self.intent:
+            self.intent[iid] = IntentItem(id=iid, source_step=step, kind=kind, text=text)  # type: ignore[arg-type]
+        return iid
+
+    def _set_intent_status(self, iid: str, status: str) -> None:
+        it = self.intent.get(iid)
+        if it is not None and it.status != status:
+            self.intent[iid] = it.model_copy(update={"status": status})
+
+    def _add_constraint(self, text: str, step: str) -> None:
+        t = text.strip()
+        cid = item_id("uc", t, exact=True)
+        if cid not in self.constraints:
+            self.constraints[cid] = UserConstraint(id=cid, source_step=step, text=t)
+
+    def _add_fact(self, text: str, step: str, via: str) -> None:
+        fid = item_id("fa", text)
+        if fid not in self.facts:
+            self.facts[fid] = Fact(id=fid, source_step=step, text=text, via=shorten(via, 100) if via else "")
+
+    # ------------------------------------------------------------------ roles
+    def _span_sentences(self, spans: Sequence[Span], family: str) -> list[str]:
+        return [sp.text.strip() for sp in spans if sp.family == family and sp.text.strip()]
+
+    def _assistant(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
+        self._prose(seg.step_id, prose_of(text), spans, author="assistant")
+
+    def _prose(self, step: str, prose: str, spans: Sequence[Span], *, author: str) -> None:
+        sents = sentences(prose)
+        span_dec = self._span_sentences(spans, "decision")
+        span_dead = self._span_sentences(spans, "failed-approach")
+        for t in span_dec:
+            self._add_decision(t, step)
+        for t in span_dead:
+            self._add_dead_end(t, step)
+        new_questions: list[str] = []
+        boxes: list[str] = []
+        said: list[str] = []
+        done_boxes: list[str] = []
+        if "[" in prose:
+            for m in C.CHECKBOX.finditer(prose):
+                (done_boxes if m.group(1) in "xX" else boxes).append(m.group(2).strip())
+        low = prose.lower()
+        cue = {name: c for name, c in CUES.items() if c.possible(low)}  # cues that can match at all
+        dec, dead = cue.get("decision"), cue.get("dead_end")
+        que, ass, nxt = cue.get("question"), cue.get("assumption"), cue.get("next_step")
+        for i, s in enumerate(sents):
+            ls = s.lower()
+            covered = bool(span_dec or span_dead) and any(s in t or t in s for t in span_dec + span_dead)
+            if not covered and dead is not None and dead.search(s, ls):
+                self._add_dead_end(s, step)
+            elif not covered and dec is not None and dec.search(s, ls):
+                reason = ""
+                if i + 1 < len(sents) and _REASON_NEXT.match(sents[i + 1]):
+                    reason = sents[i + 1]
+                self._add_decision(s, step, reason)
+            if author != "assistant":
+                continue
+            if (s.endswith("?") or s.endswith("？")) and len(s) >= 12:
+                new_questions.append(self._add_question(s, step))  # asked: the user's reply answers it
+            elif que is not None and que.search(s, ls):
+                self._add_question(s, step)
+            if ass is not None and ass.search(s, ls):
+                self.recent_assumptions.append(self._add_intent("assumption", s, step))
+            if nxt is not None and not s.endswith("?") and nxt.search(s, ls) and not C.CHECKBOX.match(s):
+                said.append(s)
+        if author != "assistant":
+            return
+        if self.acted:
+            # the agent acted since it last wrote: what it said it would do next is behind it
+            sticky = set(self.plan_steps)
+            for nid, ns in list(self.next_steps.items()):
+                if ns.status == "pending" and nid not in sticky:
+                    self.next_steps[nid] = ns.model_copy(update={"status": "done"})
+            self.acted = False
+        if boxes or said:
+            if boxes:  # a new explicit plan replaces the old one
+                for nid in self.plan_steps:
+                    ns = self.next_steps.get(nid)
+                    if ns is not None and ns.status == "pending":
+                        self.next_steps[nid] = ns.model_copy(update={"status": "done"})
+                self.plan_steps = []
+            for p, is_box in [(b, True) for b in boxes] + [(x, False) for x in said]:
+                nid = item_id("ns", p)
+                if nid not in self.next_steps:
+                    self.next_steps[nid] = NextStep(id=nid, source_step=step, text=p)
+                if is_box and nid not in self.plan_steps:
+                    self.plan_steps.append(nid)
+        for d in done_boxes:
+            nid = item_id("ns", d)
+            if nid in self.next_steps and self.next_steps[nid].status != "done":
+                self.next_steps[nid] = self.next_steps[nid].model_copy(update={"status": "done"})
+        self.awaiting = new_questions
+
+    def _user(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
+        step = seg.step_id
+        initial = self.user_messages == 0
+        self.user_messages += 1
+        prose = prose_of(text)
+        sents = sentences(prose)
+        # constraints: spans first (verbatim), then cue sentences not already covered
+        span_cons = self._span_sentences(spans, "constraint")
+        for t in span_cons:
+            self._add_constraint(t, step)
+        constraint_sents = []
+        cons = CUES["constraint"]
+        for s in sents:
+            if cons.search(s):
+                constraint_sents.append(s)
+                if not any(s in t or t in s for t in span_cons):
+                    self._add_constraint(s, step)
+        if initial:
+            iid = self._add_intent("initial", _condense_request(text), step)
+            self.current_request = iid
+            if len(text) <= 600:
+                self._prose(step, prose, spans, author="user")
+            self.awaiting = []
+            self.recent_assumptions = []
+            return
+        self._prose(step, prose, spans, author="user")
+        first = sents[0] if sents else squash(text)
+        confirm = bool(C.CONFIRM.match(first))
+        rejects = [s for s in sents if C.REJECT.search(s)]
+        starts_no = bool(rejects) and rejects[0] == first and bool(_NO_RE.match(first))
+        for aid in self.recent_assumptions:
+            if confirm:
+                self._set_intent_status(aid, "done")
+            elif starts_no:
+                self._set_intent_status(aid, "superseded")
+        answered = list(self.awaiting)
+        for qid in answered:
+            q = self.questions.get(qid)
+            if q is not None and q.status == "open":
+                self.questions[qid] = q.model_copy(update={"status": "resolved"})
+        self.awaiting = []
+        self.recent_assumptions = []
+        for s in rejects:
+            self._add_intent("rejected", s, step)
+            for m in C.USE_OBJECT.finditer(s):
+                obj = (m.group(1) or m.group(2) or "").casefold()
+                if not obj:
+                    continue
+                for did, d in list(self.decisions.items()):
+                    if d.status == "active" and obj in d.decision.casefold() and d.source_step != step:
+                        self.decisions[did] = d.model_copy(update={"status": "superseded"})
+        for s in sents:
+            if CUES["relax"].search(s):
+                terms = _terms(C.RELAX.sub(" ", s))
+                for cid, c in list(self.constraints.items()):
+                    if c.status == "active" and c.source_step != step and terms & _terms(c.text):
+                        self.constraints[cid] = c.model_copy(update={"status": "superseded"})
+        rest = [s for s in sents if s not in rejects]
+        if not rest:
+            return
+        remainder = C.CONFIRM.sub("", first, count=1).strip(" ,，.。!！") if confirm else first
+        if confirm and len(sents) == 1 and len(remainder) < 4:
+            return  # just "yes"
+        lead = rest[0]
+        new_cue = bool(C.NEW_REQUEST.search(lead))
+        if not new_cue and (rejects or all(s in constraint_sents for s in rest)
+                            or any(C.CLARIFY.search(s) for s in rest) or answered):
+            # refining the current request: an answer, a correction, a constraint, "I mean ..."
+            self._add_intent("clarification", _condense_request(" ".join(rest)), step)
+            return
+        # a new request: the previous one is finished (acknowledged / "now do Y") or replaced
+        finished = bool(C.ACK.match(lead) or new_cue)
+        prev = self.current_request
+        req_text = _condense_request(" ".join(rest) if rejects else text)
+        new_id = item_id("in", "request", req_text)
+        if new_id in self.intent:  # the same request again: it is the newest one now
+            self.intent[new_id] = self.intent.pop(new_id).model_copy(update={"source_step": step})
+        else:
+            self._add_intent("request", req_text, step)
+        if prev and prev != new_id:
+            self._set_intent_status(prev, "done" if finished else "superseded")
+            for iid, it in list(self.intent.items()):
+                if it.kind == "clarification" and it.status == "active":
+                    self._set_intent_status(iid, "done" if finished else "superseded")
+        self._set_intent_status(new_id, "active")
+        self.current_request = new_id
+
+    # ------------------------------------------------------------------ tools
+    def _canon(self, path: str) -> str:
+        """One name per file: an absolute path and a relative one that is its unique suffix
+        (``/repo/src/a.py`` and ``src/a.py``) are the same file; the first name seen is kept."""
+        if path in self.files:
+            return path
+        if path.startswith("/"):
+            hits = [k for k in self.files if not k.startswith("/") and path.endswith("/" + k)]
+        else:
+            hits = [k for k in self.files if k.startswith("/") and k.endswith("/" + path)]
+        return hits[0] if len(hits) == 1 else path
+
+    def _touch(self, path: str, action: str, step: str) -> None:
+        f = self.files.get(path)
+        if f is None:
+            f = self.files[path] = {"actions": [], "first_step": step, "last_step": step, "related": [],
+                                    "unfinished": False}
+        if action not in f["actions"]:
+            f["actions"].append(action)
+        f["last_step"] = step
+        seqs = self.file_seq.setdefault(path, [0, 0, 0])
+        seqs[{"read": 0, "deleted": 2}.get(action, 1)] = self.seq
+
+    def _call(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
+        step = seg.step_id
+        raw = seg.text
+        if raw and not raw.lstrip().startswith("{") and seg.command and raw.strip() != seg.command.strip():
+            # a text action (SWE-agent 0.x): the reply holds the model's prose and the command
+            self._prose(step, prose_of(text), spans, author="assistant")
+        self.awaiting = []
+        self.acted = True
+        eff = call_effects(seg.tool_name, raw, seg.command, self.open_file)
+        if eff.open_file is not None:
+            self.open_file = eff.open_file
+        writes: list[tuple[str, str]] = []
+        for raw_path, op in eff.ops:
+            path = self._canon(raw_path)
+            if op == "read":
+                self._touch(path, "read", step)
+                continue
+            if op == "write":
+                seqs = self.file_seq.get(path)
+                gone = seqs is not None and seqs[2] > seqs[1]
+                action = "created" if path not in self.files or gone else "modified"
+            elif op == "modify":
+                action = "modified"
+            else:
+                action = "deleted"
+            self._touch(path, action, step)
+            if all(p != path for p, _ in writes):
+                writes.append((path, action))
+        change_ids: list[str] = []
+        if writes or eff.state_change:
+            files = [p for p, _ in writes]
+            if eff.kind == "shell":
+                desc = f"ran `{eff.action or eff.state_change}`"
+                if writes:
+                    desc += ": " + ", ".join(f"{a} {p}" for p, a in writes)
+            else:
+                desc = ", ".join(f"{a} {p}" for p, a in writes)
+                if eff.detail:
+                    desc += f" ({eff.detail})"
+            cid = item_id("ch", desc, *files, raw if eff.kind != "shell" else (seg.command or raw))
+            tool = seg.tool_name or ""
+            old = self.changes.get(cid)
+            if old is None:
+                self.changes[cid] = ChangeMade(id=cid, source_step=step, description=desc, files=files,
+                                               tool=tool, status="pending")
+            elif old.status != "pending":
+                self.changes[cid] = old.model_copy(update={"status": "pending"})
+            change_ids.append(cid)
+            self.last_attempt = desc
+            self.last_attempt_step = step
+            self.last_error = ""
+            # files changed in the same step are related
+            if self.step_files and self.step_files[0] != step:
+                self.step_files = []
+            if not self.step_files:
+                self.step_files = [step]
+            for p in files:
+                for q in self.step_files[1:]:
+                    if q != p:
+                        self._relate(p, q)
+                if p not in self.step_files[1:]:
+                    self.step_files.append(p)
+        self.pending.append(PendingCall(call_id=seg.call_id or "", step_id=step, kind=eff.kind,  # type: ignore[arg-type]
+                                        commands=eff.commands, change_ids=change_ids, files=[p for p, _ in writes],
+                                        action=shorten(eff.action or seg.command or "", 160)))
+        if len(self.pending) > _MAX_PENDING:
+            self.pending = self.pending[-_MAX_PENDING:]
+
+    def _relate(self, a: str, b: str) -> None:
+        for x, y in ((a, b), (b, a)):
+            f = self.files.get(x)
+            if f is not None and y not in f["related"]:
+                f["related"].append(y)
+
+    def _match_call(self, seg: Segment) -> PendingCall | None:
+        idx = None
+        if seg.call_id:
+            for i, pc in enumerate(self.pending):
+                if pc.call_id == seg.call_id:
+                    idx = i
+                    break
+        if idx is None:
+            for i in range(len(self.pending) - 1, -1, -1):
+                if self.pending[i].step_id == seg.step_id and (not seg.call_id or not self.pending[i].call_id):
+                    idx = i
+                    break
+        if idx is None:
+            return None
+        return self.pending.pop(idx)
+
+    def _result(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
+        step = seg.step_id
+        pc = self._match_call(seg)
+        kind = pc.kind if pc is not None else "other"
+        ev_spans = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES and sp.text.strip()]
+        flagged = seg.is_error is True or (seg.exit_code is not None and seg.exit_code != 0)
+        head = text[:4000]
+        m_fail = C.EDIT_FAILED.search(head) if kind in ("edit", "read") else None
+        if kind in ("edit", "read"):
+            # an editor echoes file contents: error-looking lines in them are not failures
+            failed = flagged or m_fail is not None
+        else:
+            failed = flagged or bool(ev_spans)
+        if pc is not None:
+            # a compound shell line's exit status belongs to its last command, not to its writes
+            attributable = pc.kind != "shell" or pc.commands <= 1
+            change_failed = (flagged or m_fail is not None) and attributable
+            for cid in pc.change_ids:
+                ch = self.changes.get(cid)
+                if ch is not None:
+                    status = "failed" if change_failed else "applied"
+                    if ch.status != status:
+                        self.changes[cid] = ch.model_copy(update={"status": status})
+            for p in pc.files:
+                f = self.files.get(p)
+                if f is not None:
+                    f["unfinished"] = change_failed
+        if failed:
+            if m_fail is not None:
+                line = head[m_fail.start():].split("\n", 1)[0].strip()
+            elif ev_spans and kind not in ("edit", "read"):
+                best = min(ev_spans, key=lambda sp: (_FAMILY_RANK.get(sp.family, 9), sp.start))
+                line = _first_error_line(best.text)
+            else:
+                line = next((ln.strip() for ln in head.split("\n")
+                             if ln.strip() and not _WRAPPER_RE.match(ln.strip())), "")
+            self.last_error = shorten(line, 400) if len(line) > 400 else line
+            self.last_error_step = step
+            self.last_result_error = True
+        else:
+            self.last_result_error = False
+        if kind in ("read", "edit"):
+            return  # file contents, not observations
+        via = pc.action if pc is not None else (seg.command or "")
+        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans])
+
+    def _facts(self, text: str, spans: Sequence[Span], step: str, via: str, *, prose: bool,
+               skip: Sequence[str] = ()) -> None:
+        """Facts stated by one observation: verbatim lines / sentences (never rephrased).
+
+        Lines that are already key evidence are not repeated as facts."""
+        body = text[:_MAX_FACT_SCAN]
+        if not body.strip():
+            return
+        # number spans from the protect rules: the line they sit on is a fact
+        for sp in spans:
+            if sp.family == "number":
+                start = body.rfind("\n", 0, sp.start) + 1
+                end = body.find("\n", sp.end)
+                line = body[start:end if end >= 0 else len(body)].strip()
+                if 0 < len(line) <= 300:
+                    self._add_fact(line, step, via)
+        nonempty = [ln.strip() for ln in body.split("\n") if ln.strip()] if prose and len(body) <= 20_000 else []
+        if nonempty and sum(1 for ln in nonempty if _is_prose_line(ln)) * 2 >= len(nonempty):
+            n = 0
+            for s in sentences("\n".join(nonempty)):
+                if n >= _MAX_PROSE_FACTS:
+                    break
+                if _is_fact_sentence(s) and not any(s in t for t in skip):
+                    self._add_fact(s, step, via)
+                    n += 1
+            for s in sentences("\n".join(nonempty)):
+                if CUES["hedge"].search(s):
+                    q = f"{shorten(via, 120)}: {s}" if via else s
+                    self._add_question(q, step)
+            return
+        if body.count("\n") > 2 * _FACT_EDGE_LINES:
+            # long output: its head and its tail (where runners print summaries) are scanned
+            head = body[: _nth(body, "\n", _FACT_EDGE_LINES)]
+            tail = body[_nth_from_end(body, "\n", _FACT_EDGE_LINES) + 1:]
+            body = head + "\n" + tail
+        n = 0
+        for m in _DIGIT_LINE.finditer(body):  # every structured fact holds a digit
+            if n >= _MAX_LINE_FACTS:
+                break
+            raw = m.group(0)
+            ln = raw.strip()
+            if len(ln) > 200 or C.CODEISH.search(raw) or (skip and any(ln in t for t in skip)):
+                continue
+            if C.TEST_SUMMARY.search(ln) or C.INSTALLED.search(ln) or (len(ln) <= 80 and C.VERSION.match(ln)) or (
+                    len(ln) <= 160 and not ln.startswith("<") and C.KEY_NUM.search(ln)):
+                self._add_fact(ln, step, via)
+                n += 1
+
+    # ------------------------------------------------------------------ freezing
+    def freeze(self) -> Anchor:
+        history = list(self.intent.values())
+        intent = self._intent(history)
+        files = []
+        for path, f in self.files.items():
+            seqs = self.file_seq.get(path, [0, 0, 0])
+            files.append(FileTouch(path=path, actions=list(f["actions"]), first_step=f["first_step"],
+                                   last_step=f["last_step"],
+                                   read_superseded=bool(seqs[0] and max(seqs[1], seqs[2]) > seqs[0]),
+                                   related=list(f["related"]), unfinished=bool(f["unfinished"])))
+        cursor = AnchorCursor(
+            objective=self.objective, seq=self.seq, last_step=self.last_step, open_file=self.open_file,
+            step_files=list(self.step_files), file_seq={k: (v[0], v[1], v[2]) for k, v in self.file_seq.items()},
+            pending_calls=list(self.pending), last_attempt=self.last_attempt,
+            last_attempt_step=self.last_attempt_step, last_error=self.last_error,
+            last_error_step=self.last_error_step, last_result_error=self.last_result_error,
+            awaiting_answer=list(self.awaiting), recent_assumptions=list(self.recent_assumptions),
+            acted=self.acted, plan_steps=list(self.plan_steps),
+            user_messages=self.user_messages, current_request=self.current_request,
+        )
+        a = Anchor(
+            facts_learned=list(self.facts.values()),
+            decisions_made=list(self.decisions.values()),
+            open_questions=list(self.questions.values()),
+            dead_ends=list(self.dead.values()),
+            intent=intent,
+            changes_made=list(self.changes.values()),
+            next_steps=list(self.next_steps.values()),
+            key_evidence=list(self.evidence.values()),
+            user_constraints=list(self.constraints.values()),
+            files_touched=files,
+            steps_seen=self.steps_seen,
+            cursor=cursor,
+        )
+        return a.model_copy(update={"objective_state": objective_state(a), "next_action_hint": next_action_hint(a)})
+
+    def _intent(self, history: list[IntentItem]) -> Intent:
+        initial = next((it.text for it in history if it.kind == "initial"), "")
+        requests = [it for it in history if it.kind in ("initial", "request")]
+        cur = self.intent.get(self.current_request)
+        newest = cur if cur is not None else (requests[-1] if requests else None)
+        current = ""
+        if cur is not None and cur.status == "active":
+            current = cur.text
+            seen = False
+            clar = []
+            for it in history:
+                if it.id == cur.id:
+                    seen = True
+                elif seen and it.kind == "clarification" and it.status == "active":
+                    clar.append(it.text)
+            if clar:
+                current = current + " — clarified: " + "; ".join(clar)
+        if not current:
+            current = self.objective
+        return Intent(initial=initial or self.objective, current=current,
+                      newest_request=newest.text if newest else "",
+                      newest_request_step=newest.source_step if newest else "", history=history)
+
+
+def _nth(text: str, ch: str, n: int) -> int:
+    i = -1
+    for _ in range(n):
+        i = text.find(ch, i + 1)
+        if i < 0:
+            return len(text)
+    return i
+
+
+def _nth_from_end(text: str, ch: str, n: int) -> int:
+    i = len(text)
+    for _ in range(n):
+        i = text.rfind(ch, 0, i)
+        if i < 0:
+            return -1
+    return i
+
+
+_CODE_CHARS = frozenset("{}[]=<>;|$\\`")
+_DIGIT_LINE = C.regex.compile(r"^[^\n\d]{0,200}\d[^\n]*", C.regex.M)
+
+
+def _is_prose_line(line: str) -> bool:
+    if C.HAN.search(line):
+        return len(line) >= 6 and not C.CODEISH.search(line)
+    words = line.split()
+    if len(words) < 5 or C.CODEISH.search(line):
+        return False
+    code = sum(1 for ch in line if ch in _CODE_CHARS)
+    if code * 25 > len(line):
+        return False
+    alpha = sum(1 for w in words if w[:1].isalpha() or w[:1] in "\"'(")
+    return alpha * 10 >= len(words) * 6
+
+
+def _is_fact_sentence(s: str) -> bool:
+    if s.endswith("?") or s.endswith("？") or C.HEDGE.search(s) or C.PROSE_SKIP.match(s):
+        return False
+    if C.HAN.search(s):
+        return len(s) >= 6 and bool(C.HAS_DIGIT.search(s) or len(s) >= 12)
+    if len(s) < 20 or len(s.split()) < 4:
+        return False
+    return bool(C.HAS_DIGIT.search(s) or C.NAME_WORD.search(s))
+
+
+# --------------------------------------------------------------------------- derived text
+
+
+def _goal(a: Anchor) -> str:
+    return a.cursor.objective or a.intent.current or a.intent.newest_request
+
+
+def objective_state(a: Anchor) -> str:
+    """One short paragraph: where the work stands relative to the goal (deterministic template)."""
+    parts: list[str] = []
+    goal = _goal(a)
+    if goal:
+        parts.append(f"Goal: {shorten(goal, 200)}")
+    done = [it for it in a.intent.history if it.kind in ("initial", "request") and it.status == "done"]
+    if done:
+        parts.append(f"{_n(len(done), 'earlier request')} finished")
+    counts = [_n(a.steps_seen, "step")]
+    if a.facts_learned:
+        steps = [f.source_step for f in a.facts_learned if f.source_step]
+        rng = f" ({steps[0]}–{steps[-1]})" if steps and steps[0] != steps[-1] else (f" ({steps[0]})" if steps else "")
+        counts.append(f"{_n(len(a.facts_learned), 'fact')} learned{rng}")
+    if a.changes_made:
+        failed = sum(1 for c in a.changes_made if c.status == "failed")
+        counts.append(_n(len(a.changes_made), "change") + (f" ({failed} failed)" if failed else ""))
+    modified = [f for f in a.files_touched if any(x != "read" for x in f.actions)]
+    if modified:
+        counts.append(f"{_n(len(modified), 'file')} changed")
+    active_dead = [d for d in a.dead_ends if d.status == "excluded"]
+    if active_dead:
+        counts.append(f"{_n(len(active_dead), 'approach', 'approaches')} excluded")
+    parts.append("So far: " + ", ".join(counts))
+    if a.cursor.last_result_error and a.cursor.last_error:
+        parts.append(f"The latest result ({a.cursor.last_error_step}) is an error: {shorten(a.cursor.last_error, 160)}")
+    open_q = [q for q in a.open_questions if q.status == "open"]
+    if open_q:
+        parts.append(f"Open: {shorten(open_q[-1].text, 200)}")
+    return " ".join(_sentence_end(p) for p in parts) if parts else ""
+
+
+def _sentence_end(p: str) -> str:
+    p = p.rstrip()
+    return p if p.endswith((".", "!", "?", "。", "！", "？", "…")) else p + "."
+
+
+def _n(count: int, word: str, plural: str = "") -> str:
+    return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
+def next_action_hint(a: Anchor) -> str:
+    """One non-binding suggestion, derived from what the anchor holds (never invented)."""
+    pending = [n for n in a.next_steps if n.status == "pending"]
+    if pending:
+        return f"Consider: {shorten(pending[0].text, 200)}"
+    unfinished = [f.path for f in a.files_touched if f.unfinished]
+    if unfinished:
+        return f"Consider finishing the change to {unfinished[-1]} (its last edit failed)."
+    if a.cursor.last_result_error and a.cursor.last_error:
+        return f"Consider investigating the latest error: {shorten(a.cursor.last_error, 200)}"
+    open_q = [q for q in a.open_questions if q.status == "open"]
+    if open_q:
+        return f"Consider resolving the open question: {shorten(open_q[-1].text, 200)}"
+    goal = _goal(a)
+    if goal:
+        return f"Consider continuing with: {shorten(goal, 200)}"
+    return ""
+

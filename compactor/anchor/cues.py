@@ -1,0 +1,205 @@
+"""The explicit cues the anchor extracts by (English and Chinese).
+
+Each pattern names a way people *state* something: a decision ("I'll use X because Y",
+"决定用 X"), a failed approach ("that didn't work", "无效"), a constraint ("don't use X",
+"必须兼容 IE11"), ... A sentence without a cue yields nothing: the anchor does not guess.
+"""
+
+from __future__ import annotations
+
+import regex
+
+I = regex.IGNORECASE
+
+DECISION = regex.compile(
+    r"\b(?:I|we)(?:'ve|'ll|'d| have| will| had| would)?\s+(?:decided|decide|chosen|chose|choose|opted|opt|settled on|gone with|go with|going with|stick with|sticking with|prefer)\b"
+    r"|\blet'?s\s+(?:go with|stick with|switch to|stay with|settle on)\b"
+    r"|\b(?:the|my|our) decision\b|\bdecided (?:to|on|that)\b"
+    r"|\b(?:I'll|I will|we'll|we will|let's|let me|I'm going to|we're going to|I'd|we'd|I decided to|we should|I should)\b[^?!]{0,100}\b(?:instead of|rather than)\b"
+    r"|\b(?:I'll|I will|we'll|we will|let's|let us|I'm going to|we're going to|we should|I should)\b[^?!]{0,160}\b(?:because|since|so that|to avoid|given that)\b"
+    r"|\bthe (?:best|right|simplest|safest|cleanest|correct) (?:approach|option|fix|way|choice|solution) (?:is|would be|will be)\b"
+    r"|决定|选择了|选定|选用|采用|改用|就用|定为|确定(?:用|采用|为)|(?:选|用)[^。；;.]{0,20}(?:因为|由于)|方案[A-Za-z一二三甲乙][^，。]{0,6}(?:更好|更合适|胜出)",
+    I,
+)
+
+DEAD_END = regex.compile(
+    r"\b(?:didn't|did not|doesn't seem to|does not seem to|won't|will not|wouldn't|would not|can't|cannot)\s+(?:work|help|fix|solve|resolve|change anything|make a difference)\b"
+    r"|\b(?:this|that|it|the (?:approach|fix|attempt|idea|workaround|change|patch|solution|option)|my (?:fix|change|patch|approach|attempt))\s+(?:still\s+)?(?:doesn't|does not)\s+work\b"
+    r"|\b(?:had |has |with )?no (?:effect|difference|luck)\b"
+    r"|\bstill (?:fails?|failing|failed|broken|crash(?:es|ing)?|errors?|erroring|get(?:s|ting)? the same|the same (?:error|failure|problem)|raises?|times? out|hangs?|not working)\b"
+    r"|\bsame (?:error|failure|problem) (?:again|as before|persists)\b"
+    r"|\bdead end\b|\bruled? out\b"
+    r"|\b(?:this|that|the|my) (?:approach|fix|attempt|idea|workaround|change|patch|solution) (?:is|was) (?:wrong|not (?:enough|sufficient|the (?:right|correct) (?:one|approach|fix))|insufficient|incorrect|a mistake|a red herring)\b"
+    r"|\b(?:won't|will not|doesn't|does not|can't|cannot) work because\b"
+    r"|\b(?:is|was|isn't|wasn't|is not|was not) (?:not )?the (?:root )?cause\b"
+    r"|\b(?:doesn't|does not|didn't|did not) (?:fix|solve|resolve) (?:it|the|this|that)\b"
+    r"|\bgave up on\b|\babandon(?:ed|ing)? (?:this|that|the)\b|\bnot (?:a )?viable\b"
+    r"|无效|没用|不起作用|没起作用|没有效果|没效果|行不通|走不通|不管用|没解决|没有解决|还是报错|仍然报错|依然报错|仍然失败|还是失败|依然失败|已排除|排除了|放弃(?:了)?(?:这个|该|此)?方案|不是(?:根本)?原因|并非原因",
+    I,
+)
+
+CONSTRAINT = regex.compile(
+    r"^(?:please\s+)?(?:do not|don't|never|always|avoid|only|make sure|ensure|keep|no need to|must)\b"
+    r"|\byou (?:must|must not|mustn't|should not|shouldn't|cannot|can't|may not|are not allowed to|should always|should never|do not|don't)\b"
+    r"|\b(?:must|must not|mustn't|is not allowed|are not allowed|is required|are required|required to|forbidden|mandatory)\b"
+    r"|\b(?:compatible with|backwards?[- ]compatible|without (?:using|changing|modifying|touching|breaking|adding|impacting))\b"
+    r"|\b(?:only|never) (?:use|modify|change|touch|edit)\b"
+    r"|\bplease (?:do not|don't|avoid|keep|make sure|ensure|only|never|always)\b"
+    r"|不要|不能|不得|不许|不允许|禁止|必须|务必|一定要|只能|只用|别(?:用|改|动|碰)|兼容|避免|保证|确保|不用|不需要",
+    I,
+)
+
+RELAX = regex.compile(
+    r"\b(?:you can|you may|it's fine to|it is fine to|it's ok(?:ay)? to|feel free to|go ahead and|allowed to|no longer (?:need|required|a requirement))\b"
+    r"|可以(?:用|使用|改|动)|允许|不再(?:要求|需要|限制)",
+    I,
+)
+
+REJECT = regex.compile(
+    r"^(?:no|nope|nah)\b[,.!;\s]|^(?:not that|never mind|scratch that|forget (?:it|that|about))\b"
+    r"|\b(?:that's not what I|not what I (?:want|asked|meant)|I don't want|we don't want|I do not want|we do not want|rather not|let's not|let us not|drop the idea|no longer (?:need|want))\b"
+    r"|^(?:please\s+)?(?:don't|do not) (?:do|use|go with|add|build|make|implement|switch)\b"
+    r"|^(?:不|不是|不对|不行|别|算了)|不要|不想|别用|放弃|否决|不考虑|不采用",
+    I,
+)
+
+CLARIFY = regex.compile(
+    r"\b(?:I mean|I meant|to clarify|clarification|what I meant|more precisely|specifically,|in other words|by that I mean|actually,|to be clear|to be precise)\b"
+    r"|我的意思|准确地说|具体来说|具体地说|补充一下|补充：|补充:|澄清|也就是说|其实|换句话说|更准确",
+    I,
+)
+
+_ACK_PREFIX = r"(?:(?:ok(?:ay)?|thanks|thank you|great|good|perfect|nice|cool|好的?|可以|行|谢谢|很好|不错)[\s,，.。!！—–-]*)?"
+
+NEW_REQUEST = regex.compile(
+    r"^" + _ACK_PREFIX + r"(?:now|next|then|also|and now|additionally|another thing|new task|one more thing|after that|please also)\b"
+    r"|^" + _ACK_PREFIX + r"(?:接下来|现在|然后|另外|再帮|还要|下一步|新任务|顺便)",
+    I,
+)
+
+ACK = regex.compile(
+    r"^(?:thanks|thank you|great|perfect|nice|good|ok|okay|cool|awesome|looks good|lgtm|done)\b"
+    r"|^(?:好的|好|谢谢|很好|不错|可以了|完美|搞定)",
+    I,
+)
+
+CONFIRM = regex.compile(
+    r"^(?:yes|yeah|yep|yup|correct|right|exactly|sure|confirmed|that's right|indeed|agreed)\b"
+    r"|^(?:对|是的|没错|确认|可以|行|嗯|同意)",
+    I,
+)
+
+ASSUMPTION = regex.compile(
+    r"\b(?:I(?:'ll| will)? assume|I'm assuming|I am assuming|we(?:'ll| will)? assume|assuming (?:that|you|the|we|this|it)|presumably|my assumption|I take it)\b"
+    r"|假设|假定|我先按|暂定|默认(?:是|为|按)",
+    I,
+)
+
+QUESTION_CUE = regex.compile(
+    r"\b(?:not sure (?:whether|if|why|how|what)|unclear (?:whether|if|why|how|what)|it is unclear|it's unclear|open question|to be determined|TBD"
+    r"|need to (?:confirm|verify|find out|figure out|determine) (?:whether|if|why|how|what))\b"
+    r"|不确定|待确认|需要确认|不清楚|尚不明确|有待(?:确认|验证)",
+    I,
+)
+
+HEDGE = regex.compile(
+    r"\b(?:reports vary|sources (?:vary|differ|disagree|conflict)|conflicting (?:reports|information|sources)"
+    r"|needs? (?:a |an |more |further |the )?(?:primary |official |reliable |independent )?(?:sources?|confirmation|verification|evidence)(?: to (?:confirm|verify))?"
+    r"|unconfirmed|unverified|could not (?:be )?(?:confirm|verif)\w*|not (?:yet )?confirmed|remains unclear|is unclear|unknown whether)\b"
+    r"|待确认|尚未确认|说法不一|需要.{0,6}(?:来源|证实|确认)",
+    I,
+)
+
+NEXT_STEP = regex.compile(
+    r"^(?:next|then|after that|afterwards|finally)\b,?\s+(?:I|we|let's|let me)\b"
+    r"|^(?:next steps?|todo|to do|remaining|plan)\s*:"
+    r"|\bthe next step (?:is|will be)\b|\b(?:I|we) (?:still )?need to\b|\b(?:I|we) (?:should|will|'ll) (?:then|next)\b"
+    r"|^(?:接下来|下一步|然后)|还需要|待办",
+    I,
+)
+
+CHECKBOX = regex.compile(r"^\s*[-*]\s*\[( |x|X)\]\s+(.+?)\s*$", regex.M)
+
+EDIT_FAILED = regex.compile(
+    r"Your proposed edit has introduced new syntax error|Your changes have NOT been applied|No replacement was performed"
+    r"|did not appear verbatim|^ERROR:|^Error:|Invalid `\w+` parameter|is not a valid|does not exist|File not found"
+    r"|old_str .{0,200}? (?:did not|does not|is not)|String to replace not found|Found \d+ matches of the string to replace",
+    regex.M,
+)
+
+# facts in tool output
+TEST_SUMMARY = regex.compile(
+    r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in\b|^(?:FAILED|OK) \((?:failures|errors|skipped)="
+    r"|\bTests run: \d+|\b\d+ (?:tests?|examples?|specs?) (?:passed|failed|run)\b|^test result: (?:ok|FAILED)\.",
+    I,
+)
+INSTALLED = regex.compile(r"^Successfully installed\b|\badded \d+ packages?\b|^Successfully (?:built|uninstalled)\b")
+VERSION = regex.compile(r"^[A-Za-z][\w .+/-]{0,40}?(?:version\s*|\bv)?[ :=v]\s*\d+\.\d+(?:\.\d+)*(?:[-+.][\w.]+)?\s*$", I)
+KEY_NUM = regex.compile(r"\b[A-Za-z_][\w.]{1,40}\s*[=:]\s*-?\d+(?:\.\d+)?(?:\s*(?:%|ms|s|MB|GB|KB|kB|B))?(?![\w.])")
+CODEISH = regex.compile(r"^\s*(?:def |class |import |from \S+ import|return\b|if |for |while |#|//|/\*|\*|@|[{}\[\]]|\d+[:|])|[{};]\s*$|^\s{4,}")
+PROSE_SKIP = regex.compile(r"^(?:please|note:|hint:|you can|here's|here is|here are|the above|\(open file|\(current directory|\[file:|file updated|your proposed edit|observation:)", I)
+HAS_DIGIT = regex.compile(r"\d")
+NAME_WORD = regex.compile(r"(?<=\s)[\p{Lu}][\p{L}\d-]{1,}")
+HAN = regex.compile(r"\p{Han}")
+USE_OBJECT = regex.compile(r"(?:don't|do not|never|not|no longer) (?:use|using|go with|add|adopt)\s+([\w.+#-]{2,40})|(?:不要|别|不用|不再|不能)(?:用|使用|采用|引入)\s*([\w.+#-]{2,40}|\p{Han}{2,8})", I)
+
+
+# --------------------------------------------------------------------------- literal prefilters
+#
+# The cue patterns scan at a few MB/s; most text holds no cue at all. Each cue below is only run
+# on text that contains one of its trigger literals (checked on the lower-cased text with ``in``,
+# at memory speed). Every alternative of a pattern contains at least one of its triggers, so a
+# prefilter never hides a match (tests/test_anchor_files.py checks the examples both ways).
+
+
+class Cue:
+    """A cue pattern with the literals that any of its matches must contain."""
+
+    __slots__ = ("pattern", "triggers")
+
+    def __init__(self, pattern: regex.Pattern, triggers: tuple[str, ...]):
+        self.pattern = pattern
+        self.triggers = triggers
+
+    def possible(self, low: str) -> bool:
+        """Could the (lower-cased) text hold a match?"""
+        return any(t in low for t in self.triggers)
+
+    def search(self, text: str, low: str | None = None):
+        if not self.possible(low if low is not None else text.lower()):
+            return None
+        return self.pattern.search(text)
+
+
+_ZH_DEAD = ("无效", "没用", "不起作用", "没起作用", "没有效果", "没效果", "行不通", "走不通", "不管用", "没解决", "没有解决",
+            "报错", "失败", "排除", "放弃", "原因")
+CUES = {
+    "decision": Cue(DECISION, (
+        "decid", "decision", "chose", "choos", "opt", "settle", "gone with", "go with", "going with", "stick",
+        "prefer", "switch to", "stay with", "instead of", "rather than", "because", "since", "so that", "to avoid",
+        "given that", "the best ", "the right ", "the simplest ", "the safest ", "the cleanest ", "the correct ",
+        "决定", "选", "采用", "改用", "就用", "定为", "确定", "方案", "因为", "由于")),
+    "dead_end": Cue(DEAD_END, (
+        "n't", "not", "cannot", "no effect", "no difference", "no luck", "still ", "same ", "dead end", "rule",
+        "wrong", "insufficient", "incorrect", "mistake", "herring", "cause", "gave up", "abandon", "viable")
+        + _ZH_DEAD),
+    "constraint": Cue(CONSTRAINT, (
+        "do not", "don't", "never", "always", "avoid", "only", "make sure", "ensure", "keep", "no need to", "must",
+        "you ", "allowed", "required", "forbidden", "mandatory", "compatible", "without ", "please ",
+        "不要", "不能", "不得", "不许", "不允许", "禁止", "必须", "务必", "一定要", "只能", "只用", "别", "兼容", "避免",
+        "保证", "确保", "不用", "不需要")),
+    "question": Cue(QUESTION_CUE, (
+        "not sure", "unclear", "open question", "to be determined", "tbd", "need to", "不确定", "待确认", "需要确认",
+        "不清楚", "尚不明确", "有待")),
+    "assumption": Cue(ASSUMPTION, (
+        "assum", "presumably", "i take it", "假设", "假定", "我先按", "暂定", "默认")),
+    "next_step": Cue(NEXT_STEP, (
+        "next", "then", "after", "finally", "todo", "to do", "remaining", "plan", "need to", "should ", "will ",
+        "'ll ", "接下来", "下一步", "然后", "还需要", "待办")),
+    "hedge": Cue(HEDGE, (
+        "vary", "differ", "disagree", "conflict", "need", "unconfirmed", "unverified", "could not", "confirmed",
+        "unclear", "unknown whether", "待确认", "尚未确认", "说法不一", "需要")),
+    "relax": Cue(RELAX, (
+        "you can", "you may", "fine to", "ok to", "okay to", "feel free", "go ahead", "allowed to", "no longer",
+        "可以", "允许", "不再")),
+}

@@ -1,0 +1,212 @@
+"""Rendering the anchor: seed-000 JSON and Markdown (English, or seed 001's Chinese layout)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import Anchor, Evidence, FileTouch
+
+__all__ = ["SEED_FIELDS", "to_markdown", "to_seed_json", "render_lines"]
+
+SEED_FIELDS = ("objective_state", "facts_learned", "decisions_made", "open_questions", "dead_ends", "next_action_hint")
+
+_LABELS = {
+    "en": {
+        "title": "## Current working state", "goal": "**Goal**", "done": "**Done**", "decisions": "**Decisions**",
+        "excluded": "**Excluded approaches**", "open": "**Open / next**", "evidence": "**Key evidence**",
+        "constraints": "**Constraints**", "files": "**Files**", "none": "- (none)", "failed": "failed",
+        "pending": "no result yet", "request_done": "Finished request", "rejected": "Rejected by the user",
+        "question": "Open question", "next": "Next", "assumption": "Unconfirmed assumption",
+        "unfinished": "Unfinished", "hint": "Next action (hint, not binding)", "fact": "Fact",
+        "evidence_label": "evidence", "read": "read", "created": "created", "modified": "modified",
+        "deleted": "deleted", "stale": "read before a later edit (stale)", "related": "related",
+        "unfinished_file": "unfinished (last edit failed)", "sep": ": ",
+    },
+    "zh": {
+        "title": "## 当前工作状态", "goal": "**目标**", "done": "**已完成**", "decisions": "**已做决策**",
+        "excluded": "**已排除方案**", "open": "**待解决**", "evidence": "**关键证据**",
+        "constraints": "**用户约束**", "files": "**涉及文件**", "none": "- 无", "failed": "失败",
+        "pending": "尚无结果", "request_done": "已完成的需求", "rejected": "用户否定", "question": "待确认问题",
+        "next": "下一步", "assumption": "尚未确认的假设", "unfinished": "未完成",
+        "hint": "下一步建议（不具约束力）", "fact": "事实", "evidence_label": "证据", "read": "读取",
+        "created": "新建", "modified": "修改", "deleted": "删除", "stale": "读取后又被修改（内容已过期）",
+        "related": "相关", "unfinished_file": "未完成（最后一次修改失败）", "sep": "：",
+    },
+}
+
+
+# ------------------------------------------------------------------ seed 000 JSON
+
+
+def _dead_end_text(approach: str, why: str, sep: str = ": ") -> str:
+    if not why or why.strip() == approach.strip() or why in approach:
+        return approach
+    return f"{approach}{sep}{why}"
+
+
+def to_seed_json(anchor: Anchor) -> dict[str, Any]:
+    """Seed-000's memory record (exactly its field names) plus compactor's extra sections."""
+    out: dict[str, Any] = {
+        "objective_state": anchor.objective_state,
+        "facts_learned": [{"text": f.text, "source_step": f.source_step} for f in anchor.facts_learned],
+        "decisions_made": [{"decision": d.decision, "reason": d.reason}
+                           for d in anchor.decisions_made if d.status == "active"],
+        "open_questions": [q.text for q in anchor.open_questions if q.status == "open"],
+        "dead_ends": [_dead_end_text(x.approach, x.why) for x in anchor.dead_ends if x.status == "excluded"],
+        "next_action_hint": anchor.next_action_hint,
+    }
+    extra = anchor.model_dump(mode="json", include={
+        "schema_version", "intent", "changes_made", "next_steps", "key_evidence", "user_constraints",
+        "files_touched", "steps_seen"})
+    out.update({
+        "schema_version": extra["schema_version"],
+        "intent": extra["intent"],
+        "changes_made": extra["changes_made"],
+        "excluded_approaches": [x.model_dump(mode="json") for x in anchor.dead_ends],
+        "decisions": [d.model_dump(mode="json") for d in anchor.decisions_made],
+        "facts": [f.model_dump(mode="json") for f in anchor.facts_learned],
+        "questions": [q.model_dump(mode="json") for q in anchor.open_questions],
+        "next_steps": extra["next_steps"],
+        "key_evidence": extra["key_evidence"],
+        "user_constraints": extra["user_constraints"],
+        "files_touched": extra["files_touched"],
+        "steps_seen": extra["steps_seen"],
+    })
+    return out
+
+
+# ------------------------------------------------------------------ Markdown
+
+
+def _code(text: str) -> str:
+    if "\n" in text:
+        return ""
+    if "`" not in text:
+        return f"`{text}`"
+    if "``" not in text:
+        return f"`` {text} ``"
+    return text
+
+
+def _evidence_block(prefix: str, text: str) -> str:
+    if "\n" not in text:
+        return f"- {prefix}{_code(text)}"
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    body = "\n".join("  " + ln if ln else "" for ln in text.split("\n"))
+    return f"- {prefix.rstrip()}\n  {fence}\n{body}\n  {fence}"
+
+
+def _step(s: str) -> str:
+    return f" ({s})" if s else ""
+
+
+def _file_line(f: FileTouch, L: dict[str, str]) -> str:
+    acts = ", ".join(L.get(a, a) for a in f.actions)
+    span = f.first_step if f.first_step == f.last_step else f"{f.first_step}–{f.last_step}"
+    parts = [f"- {_code(f.path) or f.path} — {acts}" + (f" ({span})" if span else "")]
+    notes = []
+    if f.read_superseded:
+        notes.append(L["stale"])
+    if f.unfinished:
+        notes.append(L["unfinished_file"])
+    if f.related:
+        notes.append(f"{L['related']}{L['sep']}" + ", ".join(f.related[:8]) + (" …" if len(f.related) > 8 else ""))
+    if notes:
+        parts.append("; ".join(notes))
+    return "; ".join(parts)
+
+
+def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]:
+    """The Markdown as (section, item id, text) rows: ``item id`` is '' for headings and fixed text.
+
+    :func:`to_markdown` joins the texts; the budget fitter uses the rows to cost each item.
+    """
+    L = _LABELS["zh" if lang == "zh" else "en"]
+    rows: list[tuple[str, str, str]] = []
+    goal = anchor.cursor.objective or anchor.intent.current or anchor.intent.newest_request
+    rows.append(("title", "", L["title"]))
+    rows.append(("goal", "", f"{L['goal']}: {goal}" if goal else f"{L['goal']}:"))
+
+    def section(name: str, label: str, items: list[tuple[str, str]]) -> None:
+        rows.append((name, "", f"{label}:"))
+        if not items:
+            rows.append((name, "", L["none"]))
+        for iid, text in items:
+            rows.append((name, iid, text))
+
+    done: list[tuple[str, str]] = []
+    for it in anchor.intent.history:
+        if it.kind in ("initial", "request") and it.status == "done":
+            done.append((it.id, f"- {L['request_done']}{_step(it.source_step)}{L['sep']}{it.text}"))
+    for c in anchor.changes_made:
+        flag = f" — {L['failed']}" if c.status == "failed" else (f" — {L['pending']}" if c.status == "pending" else "")
+        done.append((c.id, f"- {c.description}{_step(c.source_step)}{flag}"))
+    section("done", L["done"], done)
+
+    section("decisions", L["decisions"], [
+        (d.id, f"- {d.decision}" + (f"{L['sep']}{d.reason}" if d.reason else "") + _step(d.source_step))
+        for d in anchor.decisions_made if d.status == "active"])
+
+    excluded: list[tuple[str, str]] = []
+    for x in anchor.dead_ends:
+        if x.status != "excluded":
+            continue
+        line = f"- {_dead_end_text(x.approach, x.why, L['sep'])}{_step(x.source_step)}"
+        if x.evidence and x.evidence not in x.approach and x.evidence not in x.why:
+            ev = _code(x.evidence) or x.evidence.replace("\n", " ")
+            line += f" — {L['evidence_label']}{L['sep']}{ev}"
+        excluded.append((x.id, line))
+    for it in anchor.intent.history:
+        if it.kind == "rejected" and it.status == "active":
+            excluded.append((it.id, f"- {L['rejected']}{_step(it.source_step)}{L['sep']}{it.text}"))
+    section("excluded", L["excluded"], excluded)
+
+    open_rows: list[tuple[str, str]] = []
+    for q in anchor.open_questions:
+        if q.status == "open":
+            open_rows.append((q.id, f"- {L['question']}{_step(q.source_step)}{L['sep']}{q.text}"))
+    for it in anchor.intent.history:
+        if it.kind == "assumption" and it.status == "active":
+            open_rows.append((it.id, f"- {L['assumption']}{_step(it.source_step)}{L['sep']}{it.text}"))
+    for n in anchor.next_steps:
+        if n.status == "pending":
+            open_rows.append((n.id, f"- {L['next']}{_step(n.source_step)}{L['sep']}{n.text}"))
+    for f in anchor.files_touched:
+        if f.unfinished:
+            open_rows.append(("", f"- {L['unfinished']}{L['sep']}{f.path}"))
+    if anchor.next_action_hint:
+        open_rows.append(("", f"- {L['hint']}{L['sep']}{anchor.next_action_hint}"))
+    section("open", L["open"], open_rows)
+
+    ev_rows: list[tuple[str, str]] = []
+    for e in anchor.key_evidence:
+        ev_rows.append((e.id, _evidence_block(f"{_ev_prefix(e)} ", e.text)))
+    for fact in anchor.facts_learned:
+        ev_rows.append((fact.id, f"- {L['fact']}{_step(fact.source_step)}{L['sep']}{fact.text}"))
+    section("evidence", L["evidence"], ev_rows)
+
+    section("constraints", L["constraints"], [
+        (c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"])
+    section("files", L["files"], [(f"file:{f.path}", _file_line(f, L)) for f in anchor.files_touched])
+    return rows
+
+
+def _ev_prefix(e: Evidence) -> str:
+    bits = [b for b in (e.source_step, e.family) if b]
+    return f"({', '.join(bits)})" if bits else ""
+
+
+def to_markdown(anchor: Anchor, lang: str = "en") -> str:
+    """The anchor as Markdown: seed 001's layout (``lang="zh"``) or its English equivalent."""
+    rows = render_lines(anchor, lang)
+    out: list[str] = []
+    prev_section = None
+    for section, _, text in rows:
+        if prev_section is not None and section != prev_section:
+            out.append("")
+        out.append(text)
+        prev_section = section
+    return "\n".join(out) + "\n"
+

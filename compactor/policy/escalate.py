@@ -1,0 +1,483 @@
+"""Level 2 (anchor) and Level 3 (budget), after the pipeline's Level 1.
+
+Called by :meth:`compactor.Compactor._higher_levels` as ``escalate(compactor, state)``.
+
+- The anchor is always built from the FULL original (``build_anchor``), so ``--emit anchor`` and
+  ``--emit markdown`` work at every level but 0.
+- ``level="auto"`` without a budget: Level 1 only (plus the self-check).
+- With a budget (or an explicit ``level`` 2 / 3):
+
+  **Level 2** — older turns (everything but the last ``keep_recent_turns`` turns) are dropped and
+  replaced by the anchor rendered as Markdown (``to_markdown``, in ``config.lang``) as one summary
+  message where they were. A turn is a step: a tool call and its result always share one, so
+  they are never split. Pinned, never dropped: the system prompt, the step of the newest user
+  request, and summaries of earlier compactions.
+
+  **Level 3** — still over budget: the anchor is shortened by priority (``fit_budget``) to the
+  room left; if that is not enough, more recent turns are folded into it, oldest first, one at a
+  time. The protected evidence of everything folded stays (verbatim, in the summary).
+
+  Every candidate is measured with the compactor's token counter (kept texts + summary, the same
+  sum the report uses). The passes are finite by construction (each one folds one more turn, and
+  there are as many passes as turns); a candidate is only accepted when it fits, and an
+  escalation that cannot fit raises :class:`~compactor.errors.BudgetError` naming what could not
+  be made smaller. It never loops.
+
+- Every compaction ends with the self-check (:mod:`compactor.policy.selfcheck`), which back-fills
+  anything missing; back-filled text counts against the budget like the rest.
+- Level 3 raises the exit signal; ``compactor.level3_count`` counts Level 3 compactions on that
+  :class:`~compactor.Compactor`, and from ``config.handoff_after`` on a new session is recommended
+  and ``state.handoff`` holds the hand-off document.
+
+The dropped originals are saved in the store: the summary's first line carries their reference
+(``compactor expand c-…`` gives them back exactly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..collapse.store import content_id
+from ..errors import BudgetError, CompactorError
+from ..models import Anchor, Diagnostic, Placeholder, Role, SegmentKind, Severity
+from ..normalize import normalize
+from ._common import is_request, newest_request
+from .selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
+from .triggers import is_summary_text
+
+__all__ = ["escalate", "plan_units", "Unit"]
+
+FOLD_RULE = "policy.fold-turns"
+_MAX_RETRIES = 3
+
+
+@dataclass
+class Unit:
+    """A group of segments that is kept or dropped as a whole: one step (turn)."""
+
+    key: str
+    ids: list[str]
+    step_ids: list[str]
+    pinned: bool
+    why_pinned: str = ""
+
+
+def plan_units(state, anchor: Anchor | None = None) -> list[Unit]:
+    """The conversation as droppable units, in order. Step 0 (system prompt, demonstrations) is
+    split per segment; steps ≥ 1 are whole (a call and its result share a step)."""
+    segs = state.segments
+    req = newest_request(segs, anchor)
+    pin_ids: dict[str, str] = {}
+    if req is not None:
+        pin_ids[req.id] = f"newest user request ({req.step_id})"
+    if anchor is not None and anchor.intent.newest_request_step:
+        for s in segs:
+            if s.step_id == anchor.intent.newest_request_step and is_request(s):
+                pin_ids.setdefault(s.id, f"newest user request ({s.step_id})")
+    # records (messages) of a step that hold only user messages can go on their own: no call or
+    # result is in them, so the step's calls and results still stay together
+    rec_roles: dict[tuple[int, str], set[tuple[str, str]]] = {}
+    for s in segs:
+        rec_roles.setdefault((s.step, _record(s.id)), set()).add((s.role.value, s.kind.value))
+    units: list[Unit] = []
+    by_key: dict[str, Unit] = {}
+    for s in segs:
+        own = rec_roles[(s.step, _record(s.id))] == {("user", "message")}
+        if s.step == 0:
+            key = f"0:{s.id}"
+        elif own:
+            key = f"u:{s.step}:{_record(s.id)}"
+        else:
+            key = f"s:{s.step}"
+        u = by_key.get(key)
+        if u is None:
+            u = Unit(key, [], [], False)
+            by_key[key] = u
+            units.append(u)
+        u.ids.append(s.id)
+        if s.step_id not in u.step_ids:
+            u.step_ids.append(s.step_id)
+        if s.role == Role.system and not s.meta and s.kind == SegmentKind.message and not u.pinned:
+            u.pinned, u.why_pinned = True, "system prompt"
+        elif s.kind == SegmentKind.message and is_summary_text(s.text) and not u.pinned:
+            u.pinned, u.why_pinned = True, f"summary of an earlier compaction ({s.step_id})"
+        elif s.id in pin_ids and not u.pinned:
+            u.pinned, u.why_pinned = True, pin_ids[s.id]
+    return units
+
+
+def _record(seg_id: str) -> str:
+    """The record (message / event / line) a segment id belongs to: readers name segments
+    ``m12``, ``m12.0``, ``m12.c0``, ``m12.r0``…"""
+    return seg_id.split(".", 1)[0]
+
+
+class _Escalation:
+    def __init__(self, compactor, state, full: Anchor):
+        from ..anchor import fit_budget, to_markdown
+
+        self.comp = compactor
+        self.state = state
+        self.cfg = state.config
+        self.counter = compactor.counter
+        self.lang = self.cfg.lang
+        self.full = full
+        self.to_markdown = to_markdown
+        self.fit_budget = fit_budget
+        self.spans = state.spans()
+        self.protected = protected_spans(state.segments, self.spans)
+        self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
+        self.units = plan_units(state, full)
+        self.tok = {s.id: self.counter.count(state.texts[s.id]) for s in state.segments}
+        self.order = {s.id: s.index for s in state.segments}
+        self.best_over: int | None = None  # smallest total seen that did not fit (for the error)
+
+    # ---------------------------------------------------------------- measuring
+    def kept_tokens(self, dropped: set[str]) -> int:
+        return sum(t for sid, t in self.tok.items() if sid not in dropped)
+
+    def total(self, dropped: set[str], summary: str | None) -> int:
+        return self.kept_tokens(dropped) + (self.counter.count(summary) if summary else 0)
+
+    # ---------------------------------------------------------------- rendering
+    def marker(self, dropped: set[str], level: int) -> tuple[str, str, str]:
+        segs = [s for s in self.state.segments if s.id in dropped]
+        steps = sorted({s.step for s in segs})
+        data = "".join(f"--- {s.id} {s.role.value} {s.kind.value} {s.step_id}\n{s.text}\n" for s in segs)
+        ref = content_id(data.encode("utf-8", errors="surrogatepass"))
+        lo = next(s.step_id for s in segs if s.step == steps[0]) if steps else ""
+        hi = next(s.step_id for s in reversed(segs) if s.step == steps[-1]) if steps else ""
+        rng = lo if lo == hi else f"{lo}–{hi}"
+        if self.lang == "zh":
+            line = (f"[compactor: 第 {level} 级压缩 — 较早的 {len(segs)} 段对话（步骤 {rng}）已整理为下面的工作状态，"
+                    f"原文可用 compactor expand 取回 · ref {ref}]")
+        else:
+            line = (f"[compactor: level {level} — {len(segs)} earlier segments (steps {rng}) were compacted into "
+                    f"the working state below; the originals expand back · ref {ref}]")
+        return line, ref, data
+
+    def summary_anchor(self, dropped: set[str]) -> Anchor:
+        """The anchor for the summary: evidence already visible verbatim in the kept messages is
+        not repeated."""
+        kept = "\n".join(normalize(self.state.texts[s.id]) for s in self.state.segments if s.id not in dropped)
+        ev = [e for e in self.full.key_evidence if not (e.text and e.text in kept)]
+        if len(ev) == len(self.full.key_evidence):
+            return self.full
+        return self.full.model_copy(update={"key_evidence": ev})
+
+    def render(self, dropped: set[str], level: int, room: int | None):
+        """(summary text, anchor used, self-check result, diagnostics). Raises BudgetError when
+        ``fit_budget`` cannot shorten the anchor to ``room``."""
+        a = self.summary_anchor(dropped)
+        diags: list[Diagnostic] = []
+        if room is not None:
+            a, diags = self.fit_budget(a, max(1, room), self.counter, lang=self.lang)
+        head, _, _ = self.marker(dropped, level)
+        text = head + "\n\n" + self.to_markdown(a, lang=self.lang).strip()
+        kept = {s.id: self.state.texts[s.id] for s in self.state.segments if s.id not in dropped}
+        res = run_selfcheck(self.state.segments, self.spans, self.full, kept, text, folded=bool(dropped),
+                            protected=self.protected)
+        if res.missing:
+            text = text + "\n\n" + backfill_markdown(res.missing, self.lang)
+        return text, a, res, list(diags)
+
+    # ---------------------------------------------------------------- levels
+    def level2_drop(self) -> set[str]:
+        k = self.cfg.keep_recent_turns
+        free = [u for u in self.units if not u.pinned]
+        old = free[: max(0, len(free) - k)] if k else free
+        return {sid for u in old for sid in u.ids}
+
+    def fold_order(self, dropped: set[str]) -> list[Unit]:
+        return [u for u in self.units if not u.pinned and not all(sid in dropped for sid in u.ids)]
+
+    def overhead(self, dropped: set[str], level: int) -> int:
+        head, _, _ = self.marker(dropped, level)
+        return self.counter.count(head + "\n\n") + 2
+
+    def try_fit(self, dropped: set[str], budget: int):
+        """Level 3 on one set of dropped turns: shorten the anchor to the room left. Returns the
+        rendered candidate that fits, or None."""
+        room = budget - self.kept_tokens(dropped) - self.overhead(dropped, 3)
+        for _ in range(_MAX_RETRIES):
+            if room < 1:
+                return None
+            try:
+                cand = self.render(dropped, 3, room)
+            except BudgetError:
+                return None
+            total = self.total(dropped, cand[0])
+            self.achieved.append(total)
+            if total <= budget:
+                return cand, total
+            self.best_over = total if self.best_over is None else min(self.best_over, total)
+            room -= (total - budget)  # strictly smaller room next time
+        return None
+
+    def minimum(self) -> int | None:
+        """The smallest output escalation can reach: every free turn folded, the anchor cut to its
+        critical items (binary search on the room ``fit_budget`` accepts). None if not even that
+        renders."""
+        dropped = {sid for u in self.units if not u.pinned for sid in u.ids}
+        from ..anchor import anchor_tokens
+
+        hi = anchor_tokens(self.summary_anchor(dropped), self.counter, lang=self.lang) + 1
+        lo = 1
+        best = None
+        for _ in range(40):
+            if lo > hi:
+                break
+            mid = (lo + hi) // 2
+            try:
+                cand = self.render(dropped, 3, mid)
+            except BudgetError:
+                lo = mid + 1
+                continue
+            best = self.total(dropped, cand[0])
+            hi = mid - 1
+        return best
+
+    def cannot_fit(self, budget: int, allowed: int) -> BudgetError:
+        pinned = [u for u in self.units if u.pinned]
+        pinned_ids = {i for u in pinned for i in u.ids}
+        parts = []
+        for u in pinned:
+            n = sum(self.tok[sid] for sid in u.ids)
+            if n:
+                parts.append(f"{u.why_pinned} {n}")
+        prot = {sp.text for sp in self.protected if sp.segment_id not in pinned_ids}
+        ptoks = self.counter.count("\n".join(sorted(prot))) if prot else 0
+        if ptoks:
+            parts.append(f"protected evidence {ptoks} ({len(prot)} spans: errors, traces, numbers, constraints, "
+                         f"failed approaches)")
+        reach = [t for t in (self.minimum() if allowed >= 3 else None, self.best_over, *self.achieved,
+                             self.total(set(), None)) if t]
+        need = min(reach) if reach else sum(self.tok[sid] for sid in pinned_ids) + ptoks
+        what = ", ".join(parts) if parts else "the anchor"
+        if allowed >= 3:
+            lead = "even with every turn folded into the anchor, what must stay verbatim"
+        else:
+            lead = f"at level {allowed} (the highest level allowed; allow level 3 or auto) the output"
+        return BudgetError(f"budget of {budget} tokens cannot be met: {lead} needs about {need} tokens — "
+                           f"{what} (tokens); raise the budget to at least {need}, or start a new session from "
+                           f"the hand-off document (--emit handoff)")
+
+    # ---------------------------------------------------------------- main
+    def run(self) -> None:
+        st = self.state
+        cfg = self.cfg
+        forced = cfg.level if isinstance(cfg.level, int) else None
+        budget = cfg.budget
+        allowed = forced if forced is not None else 3
+        l1_total = self.total(set(), None)
+
+        if forced in (None, 1) and (budget is None or l1_total <= budget):
+            self.finish(set(), None, 1, None, None)
+            return
+        if forced == 1:
+            raise self.cannot_fit(budget, 1)
+
+        # Level 2 ------------------------------------------------------------------
+        dropped = self.level2_drop()
+        best_total = l1_total
+        l2 = None
+        if dropped or forced == 2:
+            text, a, res, diags = self.render(dropped, 2, None)
+            total = self.total(dropped, text)
+            self.achieved.append(total)
+            st.stages.append(f"level2:{total}")
+            l2 = (dropped, (text, a, res, diags), total)
+            if forced == 2 and budget is None:
+                if total < l1_total:
+                    self.finish(dropped, l2[1], 2, l1_total, total)
+                else:
+                    self.no_gain(2, total, l1_total)
+                    self.finish(set(), None, 1, None, None)
+                return
+            if budget is not None and total <= budget and total < l1_total:
+                self.finish(dropped, (text, a, res, diags), 2, l1_total, total)
+                return
+            if forced == 2:
+                self.best_over = total
+                raise self.cannot_fit(budget, 2)
+            if total < best_total:
+                best_total = total
+            else:
+                dropped = set()  # Level 2 did not shrink: Level 3 starts from Level 1
+
+        # Level 3 ------------------------------------------------------------------
+        if budget is None:  # forced level 3 without a budget: fold all but the last turn, halve the anchor
+            order = self.fold_order(dropped)
+            for u in order[:-1]:
+                dropped |= set(u.ids)
+            a = self.summary_anchor(dropped)
+            from ..anchor import anchor_tokens
+
+            room = max(1, anchor_tokens(a, self.counter, lang=self.lang) // 2)
+            try:
+                cand = self.render(dropped, 3, room)
+            except BudgetError:
+                cand = self.render(dropped, 3, None)
+                st.diagnostics.append(Diagnostic(code="anchor-not-shortened", severity=Severity.info,
+                                                 message="level 3 without a budget: the anchor could not be halved; "
+                                                         "kept whole"))
+            total = self.total(dropped, cand[0])
+            if total < best_total:
+                self.finish(dropped, cand, 3, l1_total, total)
+            elif l2 is not None and l2[2] < l1_total:
+                self.no_gain(3, total, l2[2])
+                self.finish(l2[0], l2[1], 2, l1_total, l2[2])
+            else:
+                self.no_gain(3, total, l1_total)
+                self.finish(set(), None, 1, None, None)
+            return
+
+        order = self.fold_order(dropped)
+        passes = 0
+        for i in range(len(order) + 1):  # pass i: i more turns folded (finite: one per turn)
+            if i:
+                dropped = dropped | set(order[i - 1].ids)
+            elif not dropped:
+                continue  # a summary without folding anything only adds tokens
+            passes += 1
+            got = self.try_fit(dropped, budget)
+            if got is not None:
+                cand, total = got
+                st.stages.append(f"level3:{passes}:{total}")
+                self.finish(dropped, cand, 3, l1_total, total)
+                return
+        raise self.cannot_fit(budget, 3)
+
+    def finish(self, dropped: set[str], cand, level: int, before: int | None = None, after: int | None = None) -> None:
+        """Apply a candidate (or, with ``cand`` None, Level 1 only) to the state. ``before`` /
+        ``after`` are the totals of Level 1 and of the candidate (for the stages)."""
+        st = self.state
+        if cand is None:  # Level 1 only: the self-check on the raw output
+            kept = {s.id: st.texts[s.id] for s in st.segments}
+            res = run_selfcheck(st.segments, self.spans, self.full, kept, None, folded=False,
+                                protected=self.protected)
+            anchor = apply_to_anchor(self.full, res.missing, self.full)
+            st.anchor = anchor
+            if res.missing:
+                st.summary = backfill_markdown(res.missing, self.lang)
+            st.self_check = res.to_model()
+            st.stages.append("self-check")
+            self._budget_after_backfill(set())
+            return
+        text, _a, res, diags = cand
+        st.dropped |= dropped
+        st.summary = text
+        st.diagnostics.extend(diags)
+        st.level = max(st.level, level)
+        # what leaves as result.anchor is the FULL anchor (the complete working memory, for
+        # --emit anchor / markdown / handoff), with whatever the self-check put back; the
+        # summary in the messages holds the (Level 3: shortened) rendering the agent sees
+        st.anchor = apply_to_anchor(self.full, res.missing, self.full)
+        st.self_check = res.to_model()
+        if dropped:
+            _, ref, data = self.marker(dropped, level)
+            try:
+                self.comp.store.put(data.encode("utf-8", errors="surrogatepass"))
+                import hashlib
+
+                raw = data.encode("utf-8", errors="surrogatepass")
+                st.placeholders.append(Placeholder(
+                    id=ref, rule_id=FOLD_RULE, summary=f"{len(dropped)} segments folded into the anchor (level {level})",
+                    sha256=hashlib.sha256(raw).hexdigest(), segment_id=None,
+                    tokens_before=sum(self.tok[s] for s in dropped), tokens_after=self.counter.count(text)))
+            except Exception as exc:  # noqa: BLE001 - the store is best effort here; the anchor has the content
+                st.diagnostics.append(Diagnostic(code="store-failed", severity=Severity.warning,
+                                                 message=f"could not save the folded turns: {exc}"))
+        st.stages.append(f"level{level}")
+        st.stages.append("self-check")
+        if level >= 3:
+            st.exit_signal = True
+            self.comp.level3_count = getattr(self.comp, "level3_count", 0) + 1
+            if self.comp.level3_count >= self.cfg.handoff_after:
+                st.recommend_new_session = True
+                from .handoff import handoff_document
+
+                st.handoff = handoff_document(st, self.lang, level3_count=self.comp.level3_count)
+
+    def no_gain(self, level: int, total: int, best: int) -> None:
+        """A forced level that would not shrink the output is not applied: the smaller output is
+        kept (compaction never grows a conversation)."""
+        self.state.diagnostics.append(Diagnostic(
+            code="level-not-applied", severity=Severity.info,
+            message=f"level {level} was requested but would not shrink the output ({total} tokens, "
+                    f"{best} without it); kept the smaller output"))
+
+    def _budget_after_backfill(self, dropped: set[str]) -> None:
+        budget = self.cfg.budget
+        if budget is None:
+            return
+        total = self.total(dropped, self.state.summary)
+        if total > budget:
+            self.state.diagnostics.append(Diagnostic(
+                code="budget-exceeded-by-backfill", severity=Severity.warning,
+                message=f"the self-check put back missing evidence; the output is {total} tokens (budget {budget})"))
+
+
+def _seg_key(seg, spans) -> tuple:
+    return (seg.id, seg.step_id, seg.role.value, seg.kind.value, seg.meta, seg.call_id, seg.tool_name, seg.command,
+            seg.exit_code, seg.is_error, seg.text,
+            tuple((sp.rule_id, sp.start, sp.end, sp.elided, sp.text) for sp in spans))
+
+
+def full_anchor(compactor, state) -> Anchor:
+    """The anchor of the whole original. An agent calling ``compact()`` every turn on its growing
+    conversation pays only for the new segments: when the previous call's segments (and their
+    spans) are a prefix of this one's, the cached anchor is evolved with ``merge`` — which gives
+    exactly the anchor ``build_anchor`` would (merging is building, chunk by chunk)."""
+    from ..anchor import build_anchor, merge
+
+    segs = state.segments
+    by_seg: dict[str, list] = {}
+    for s in segs:
+        o = state.outcomes.get(s.id)
+        by_seg[s.id] = list(o.spans) if o is not None else []
+    keys = [_seg_key(s, by_seg[s.id]) for s in segs]
+    cfg_key = state.config.model_dump_json()
+    cached = getattr(compactor, "_policy_anchor_cache", None)
+    anchor = None
+    if cached is not None and cached[0] == cfg_key:
+        n = len(cached[1])
+        if n <= len(keys) and keys[:n] == cached[1]:
+            rest = segs[n:]
+            anchor = cached[2] if not rest else merge(cached[2], rest, [sp for s in rest for sp in by_seg[s.id]])
+    if anchor is None:
+        anchor = build_anchor(segs, [sp for s in segs for sp in by_seg[s.id]], objective=state.config.objective)
+    try:
+        compactor._policy_anchor_cache = (cfg_key, keys, anchor)
+    except AttributeError:  # pragma: no cover - a compactor that does not take attributes
+        pass
+    return anchor
+
+
+def escalate(compactor, state) -> None:
+    """Level 2 and Level 3 on a pipeline state after Level 1 (see the module docstring)."""
+    cfg = state.config
+    if cfg.level == 0:
+        return
+    dropped, summary, level = set(state.dropped), state.summary, state.level
+    try:
+        full = full_anchor(compactor, state)
+        state.anchor = full
+        state.stages.append("anchor")
+        _Escalation(compactor, state, full).run()
+    except CompactorError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - fail toward preservation: keep the Level 1 result
+        state.dropped, state.summary, state.level = dropped, summary, level
+        state.exit_signal = state.recommend_new_session = False
+        state.handoff = None
+        state.diagnostics.append(Diagnostic(
+            code="escalation-failed", severity=Severity.warning,
+            message=f"levels 2-3 failed ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                    f"the Level 1 result is kept; please report it"))
+        if cfg.budget is not None:
+            total = sum(compactor.counter.count(state.texts[s.id]) for s in state.segments)
+            if total > cfg.budget:
+                raise BudgetError(f"budget of {cfg.budget} tokens cannot be met: levels 2-3 failed "
+                                  f"({type(exc).__name__}); the Level 1 output is {total} tokens") from exc
+
