@@ -17,12 +17,15 @@ import regex
 
 from ..engine.matchers import _compile, _flags
 from ..engine.schema import Rule
+from ..normalize import CI_PREFIX
 
 __all__ = ["Classification", "Classifier", "classify_example", "render_summary"]
 
 HEAD_LINES = 400  # content regexes look at the head and tail of an output only
 TAIL_LINES = 100
-CAPTURE_BUDGET = 0.05  # CPU seconds per capture call (whole output)
+CAPTURE_BUDGET = 0.05  # CPU seconds per capture call (whole output), plus CAPTURE_PER_MB per MiB of output
+CAPTURE_PER_MB = 0.05
+_CI_PREFIX_LINE = regex.compile(r"^" + CI_PREFIX.pattern, regex.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,19 @@ def render_summary(template: str, fields: dict[str, str]) -> str:
         return template
 
 
+MAX_SUMMARY = 300  # characters; a placeholder line must stay one short line
+_BRACKETS = str.maketrans({"[": "(", "]": ")"})
+
+
+def _placeholder_safe(text: str) -> str:
+    """Captured text goes into ``[summary · ref id]``: no brackets (they would end the placeholder
+    early for readers and PLACEHOLDER_RE), one line, bounded length."""
+    text = text.translate(_BRACKETS)
+    if len(text) > MAX_SUMMARY:
+        text = text[: MAX_SUMMARY - 1].rstrip() + "…"
+    return text
+
+
 def _present(v: str) -> bool:
     return bool(v) and v not in ("0", "0.0")
 
@@ -89,14 +105,17 @@ class _CompiledClassifier:
 
     def fields(self, text: str, lines: list[str], command: str | None, exit_code: int | None) -> dict[str, str]:
         out: dict[str, str] = {}
+        budget = CAPTURE_BUDGET + CAPTURE_PER_MB * len(text) / 1_048_576
         for spec, pat in self.captures:
             try:
-                ms = list(pat.finditer(text, timeout=CAPTURE_BUDGET))
+                ms = list(pat.finditer(text, timeout=budget))
             except TimeoutError:
                 ms = []
             vals = [m.group(1) if (m.re.groups and m.group(1) is not None) else m.group(0) for m in ms]
             if spec.agg == "count":
                 out[spec.name] = str(len(ms))
+            elif spec.agg == "distinct":
+                out[spec.name] = str(len({v.strip() for v in vals if v.strip()}))
             elif not vals:
                 out[spec.name] = ""
             elif spec.agg == "first":
@@ -114,13 +133,14 @@ class _CompiledClassifier:
                         pass
                 out[spec.name] = str(sum(nums) if spec.agg == "sum" else max(nums, default=0))
             elif spec.agg == "lines":
-                seen: list[str] = []
-                for m in ms:
-                    line = m.group(0).strip()
-                    if line not in seen:
-                        seen.append(line)
-                out[spec.name] = "; ".join(seen[: spec.max_lines]) + (f"; +{len(seen) - spec.max_lines} more"
-                                                                        if len(seen) > spec.max_lines else "")
+                seen: dict[str, None] = {}  # insertion-ordered set: O(1) membership on long outputs
+                for v in vals:  # the group when the pattern has one, else the whole match
+                    line = " ".join(v.split())
+                    if line:
+                        seen.setdefault(line)
+                shown = list(seen)[: spec.max_lines]
+                out[spec.name] = "; ".join(shown) + (f"; +{len(seen) - spec.max_lines} more"
+                                                     if len(seen) > spec.max_lines else "")
         out["lines"] = str(len(lines))
         cmd = " ".join((command or "").split())
         out["command"] = cmd if len(cmd) <= 80 else cmd[:77] + "..."
@@ -133,11 +153,13 @@ class _CompiledClassifier:
         return out
 
     def render(self, fields: dict[str, str]) -> str:
-        text = render_summary(self.spec.summary, fields)
+        # no command known (plain logs, content-only match): '{command}' names the rule's family
+        shown = fields if fields.get("command") else {**fields, "command": self.rule.family}
+        text = render_summary(self.spec.summary, shown)
         for name, tmpl in self.spec.optional.items():
             if _present(fields.get(name, "")):
-                text += render_summary(tmpl, fields)
-        return " ".join(text.split())
+                text += render_summary(tmpl, shown)
+        return _placeholder_safe(" ".join(text.split()))
 
 
 class Classifier:
@@ -147,6 +169,10 @@ class Classifier:
     def classify(self, text: str, *, command: str | None = None, exit_code: int | None = None,
                  lines: list[str] | None = None) -> Classification | None:
         lines = lines if lines is not None else text.split("\n")
+        if any(CI_PREFIX.match(line) for line in lines[:5]):
+            # CI logs (GitHub Actions raw logs): rules see the lines without the timestamp
+            text = _CI_PREFIX_LINE.sub("", text)
+            lines = text.split("\n")
         for c in self.compiled:
             if len(lines) < c.spec.min_lines:
                 continue

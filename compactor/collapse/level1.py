@@ -10,7 +10,12 @@ For one tool output:
 4. a classified output with protected parts keeps them (with a few lines of context) and
    collapses the benign regions around them;
 5. repeated lines fold into first line, a count, and last line (classified or not);
-6. the result is used only if it is smaller than the original.
+6. a region becomes a placeholder only if the placeholder is shorter, and the result is used only
+   if it is smaller than the original, in estimated and in real tokens.
+
+File reads (classifier family ``file``) are only collapsed when longer than
+``config.file_read_lines``. Placeholder lines already in the input are never collapsed again, and
+neither are the kept lines of an elided trace, so compacting twice changes nothing.
 
 The original bytes of everything collapsed go to the store; every reference expands back to
 them exactly.
@@ -27,6 +32,7 @@ from ..detect import Detector
 from ..engine.matchers import TextView
 from ..models import Diagnostic, Placeholder, Span
 from ..normalize import normalize
+from ..tokens import get_counter
 from .classify import Classification, Classifier
 from .fold import find_runs
 from .store import Store
@@ -45,6 +51,10 @@ _FRAME = regex.compile(
 )
 _HEADLINE = regex.compile(r"(?i)(?:error|exception|panic|fatal|failed|caused by|assert|signal|abort|traceback)")
 _KEYNUM = regex.compile(r"\b[A-Za-z_][\w.-]*\s*[=:]\s*-?\d")
+# a whole line that is already a placeholder (the input was compacted before)
+_PLACEHOLDER_LINE = regex.compile(r"\s*\[[^\[\]\n]{0,400}?· ref c-[0-9a-f]{16}\]\s*")
+_ELIDED_TRACE_LINE = regex.compile(r"\s*\[… \d+ trace lines elided · ref c-[0-9a-f]{16}\]\s*")
+FILE_FAMILIES = frozenset({"file"})  # classifier families that are file reads (config.file_read_lines applies)
 
 
 def placeholder_line(summary: str, ref: str) -> str:
@@ -71,6 +81,7 @@ class Level1:
         self.classifier = classifier
         self.store = store
         self.config = config
+        self.counter = get_counter(getattr(config, "encoding", "cl100k_base"))
 
     # ------------------------------------------------------------------ helpers
     def _put(self, original: str, summary: str, rule_id: str, segment_id: str | None,
@@ -107,6 +118,7 @@ class Level1:
         n = len(lines)
         cfg = self.config
         protected = det.protected_lines(context=cfg.context_lines, nlines=n)
+        protected |= _already_compacted(lines)
         placeholders: list[Placeholder] = []
 
         # 1. long traces: elide the middle, keep what matters
@@ -156,6 +168,8 @@ class Level1:
         cls: Classification | None = None
         if role == "tool":
             cls = self.classifier.classify(norm, command=command, exit_code=exit_code, lines=lines)
+            if cls is not None and cls.family in FILE_FAMILIES and n <= cfg.file_read_lines:
+                cls = None  # short file reads stay as they are
         out.classification = cls.rule_id if cls else None
 
         result_lines: list[str]
@@ -167,9 +181,10 @@ class Level1:
             result_lines = self._mixed(lines, orig_lines, protected, elide, cls, segment_id, placeholders)
 
         new_text = "\n".join(result_lines)
-        if new_text == text or _est(new_text) >= _est(text):
+        if new_text == text or _est(new_text) >= _est(text) or \
+                self.counter.count(new_text) >= self.counter.count(text):
             out.spans = list(det.spans)
-            return out  # not worth it: keep the original
+            return out  # not worth it (in estimated or in real tokens): keep the original
         out.text = new_text
         out.changed = True
         out.spans = spans
@@ -198,10 +213,15 @@ class Level1:
             while j + 1 < n and (j + 1) not in protected and (j + 1) not in elide:
                 j += 1
             region = lines[i:j + 1]
+            summary = ""
             if cls is not None and len(region) >= cfg.min_collapse_lines:
-                original = "\n".join(orig_lines[i:j + 1])
                 summary = (cls.summary + f"; {len(region)} lines collapsed") if first_region \
                     else f"… {len(region)} more lines of {cls.family} output"
+                # a region only becomes a placeholder when that makes it shorter
+                if _est(placeholder_line(summary, "c-" + "0" * 16)) >= _est("\n".join(region)):
+                    summary = ""
+            if summary:
+                original = "\n".join(orig_lines[i:j + 1])
                 line, ph = self._put(original, summary, cls.rule_id, segment_id, i + 1, j + 1)
                 placeholders.append(ph)
                 res.append(line)
@@ -222,13 +242,42 @@ class Level1:
             keep = run.period
             out.extend(region[pos:run.start + keep])
             a, b = run.start + keep, run.end - keep
-            if b >= a:
+            summary = f"… {b - a + 1} similar lines folded"
+            if b >= a and _est(placeholder_line(summary, "c-" + "0" * 16)) < _est("\n".join(region[a:b + 1])):
                 original = "\n".join(orig_region[a:b + 1])
-                line, ph = self._put(original, f"… {b - a + 1} similar lines folded", "fold.repeated-lines",
+                line, ph = self._put(original, summary, "fold.repeated-lines",
                                      segment_id, offset + a + 1, offset + b + 1)
                 placeholders.append(ph)
                 out.append(line)
+            else:  # too short to be worth a fold marker
+                out.extend(region[a:b + 1])
             out.extend(region[b + 1:run.end + 1])
             pos = run.end + 1
         out.extend(region[pos:])
         return out
+
+
+def _already_compacted(lines: list[str]) -> set[int]:
+    """Lines that must stay as they are when the input was compacted before (idempotence):
+
+    - every placeholder line (a placeholder is never folded into another one);
+    - the rest of a long trace around a ``… N trace lines elided`` marker: the protect rule that
+      found the trace stops at the marker, so the kept frames after it would otherwise look
+      unprotected the second time round.
+    """
+    out: set[int] = set()
+    n = len(lines)
+    for i, line in enumerate(lines):
+        if "· ref c-" not in line or not _PLACEHOLDER_LINE.fullmatch(line):
+            continue
+        out.add(i)
+        if not _ELIDED_TRACE_LINE.fullmatch(line):
+            continue
+        for step in (-1, 1):  # the contiguous block of the trace around the marker
+            j = i + step
+            while 0 <= j < n and lines[j].strip() and not (
+                    "· ref c-" in lines[j] and _PLACEHOLDER_LINE.fullmatch(lines[j])
+                    and not _ELIDED_TRACE_LINE.fullmatch(lines[j])):
+                out.add(j)
+                j += step
+    return out

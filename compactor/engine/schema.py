@@ -87,6 +87,7 @@ class LineBlockSpec(_Strict):
     before: list[str] = Field(default_factory=list, description="regexes: lines just before the start that belong to the block (scanned backwards)")
     max_before: int = Field(default=5, ge=0, le=50)
     allow_blank: int = Field(default=0, ge=0, le=5, description="blank lines allowed inside the block if a continue line follows")
+    allow_gap: int = Field(default=0, ge=0, le=20, description="consecutive non-blank lines that match no continue pattern, allowed inside the block if a continue (or end) line follows (free-form message lines between a header and its frames, interleaved log lines)")
     max_lines: int = Field(default=500, ge=1, le=100_000)
     max_bytes: int = Field(default=262_144, ge=64, le=16 * 1024 * 1024)
     min_lines: int = Field(default=1, ge=1)
@@ -116,7 +117,9 @@ class CaptureSpec(_Strict):
     name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     pattern: str = Field(description="regex with one group (or none: then the match counts)")
     flags: list[Literal["IGNORECASE", "MULTILINE"]] = Field(default_factory=list)
-    agg: Literal["first", "last", "sum", "count", "max", "lines", "words"] = "last"
+    agg: Literal["first", "last", "sum", "count", "max", "lines", "words", "distinct"] = Field(
+        default="last", description="first/last value, sum/max of numbers, count of matches, matched lines "
+        "(at most max_lines), words of the last value, or the number of distinct values")
     max_lines: int = Field(default=3, ge=0, le=20, description="for agg=lines: keep at most this many matched lines")
 
     @field_validator("pattern")
