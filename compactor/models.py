@@ -320,6 +320,8 @@ class Report(Frozen):
     recommend_new_session: bool = False
     segments: int = 0
     stages: list[str] = Field(default_factory=list)
+    redacted: dict[str, int] = Field(default_factory=dict, description="secrets redacted per rule id (--redact)")
+    llm: dict[str, Any] | None = Field(default=None, description="what the optional LLM pass changed, rejected, sent and received")
 
     @property
     def ratio(self) -> float:

@@ -24,7 +24,7 @@ from .engine import load_rules
 from .errors import InputError
 from .formats import Document, Edits, Probe, RawInput, get_format, read_document
 from .inputs import make_probe, read_input
-from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, Span
+from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, Severity, Span
 from .tokens import get_counter
 
 __all__ = ["Compactor", "PipelineState", "compact", "load_document"]
@@ -138,7 +138,10 @@ class Compactor:
         state.diagnostics.extend(doc.diagnostics)
         self._level1(state)
         self._higher_levels(state)
-        return self._finish(state)
+        result = self._finish(state)
+        if config.llm:
+            result = self._refine(doc, result, config)
+        return result
 
     def expand(self, ref: str) -> str:
         return self.store.get(ref).decode("utf-8", errors="surrogatepass")
@@ -190,19 +193,67 @@ class Compactor:
             return
         escalate(self, state)
 
+    def _refine(self, doc: Document, result: CompactionResult, config: CompactorConfig) -> CompactionResult:
+        """The optional LLM pass: polish the anchor, guarded; on any failure the deterministic
+        anchor stays and the report says why."""
+        from .llm import prepare_refine, refine_from_config
+
+        helper = getattr(self, "_plain", None)
+        if helper is None:
+            helper = self._plain = Compactor(self.config.model_copy(update={"llm": None}), store=self.store)
+        inputs = prepare_refine(doc, result, compactor=helper, counter=self.counter, objective=config.objective)
+        outcome = refine_from_config(inputs.anchor, inputs.steps, inputs.context, inputs.objective, None, config,
+                                     counter=self.counter)
+        anchor = outcome.anchor
+        if config.redact:
+            anchor, _ = _redact_anchor(anchor)
+        report = result.report.model_copy(update={
+            "diagnostics": _unique_diags([*result.report.diagnostics, *outcome.diagnostics]),
+            "llm": outcome.report.model_dump(mode="json"),
+        })
+        return result.model_copy(update={"anchor": anchor, "report": report})
+
     def _finish(self, state: PipelineState) -> CompactionResult:
         doc = state.doc
         fmt = get_format(doc.format)
         originals = {s.id: s.text for s in doc.segments}
         replace = {sid: t for sid, t in state.texts.items()
                    if sid not in state.dropped and t != originals[sid]}
-        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary)
+        redacted: dict[str, int] = {}
+        summary = state.summary
+        anchor = state.anchor
+        if state.config.redact:
+            from .secrets import Redactor
+
+            red = Redactor()
+            for seg in doc.segments:
+                if seg.id in state.dropped:
+                    continue
+                text = replace.get(seg.id, seg.text)
+                new, found = red.redact(text)
+                if found:
+                    replace[seg.id] = new
+                    state.texts[seg.id] = new
+            if summary:
+                summary, _ = red.redact(summary)
+            redacted = red.counts()
+            if anchor is not None:
+                anchor, _ = _redact_anchor(anchor, red)
+            if redacted:
+                state.diagnostics.append(Diagnostic(
+                    code="secrets-redacted", severity=Severity.info,
+                    message=f"{sum(redacted.values())} secret(s) redacted with typed placeholders"))
+        edits = Edits(replace=replace, drop=set(state.dropped), summary=summary)
         messages = fmt.write(doc, edits)
         before = sum(self.counter.count(s.text) for s in doc.segments)
         after = sum(self.counter.count(state.texts[s.id]) for s in doc.segments if s.id not in state.dropped)
-        if state.summary:
-            after += self.counter.count(state.summary)
+        if summary:
+            after += self.counter.count(summary)
         placeholders = _unique_placeholders(state.placeholders, state.dropped)
+        protected = sorted(state.spans(), key=lambda s: (_seg_index(doc, s.segment_id), s.start, s.rule_id))
+        if state.config.redact:
+            protected = [sp.model_copy(update={"text": red.redact(sp.text)[0]}) for sp in protected]
+            placeholders = [p.model_copy(update={"summary": red.redact(p.summary)[0]}) for p in placeholders]
         report = Report(
             format=doc.format,
             tokens_before=before,
@@ -211,7 +262,7 @@ class Compactor:
             level=state.level,
             levels_available=_levels_available(),
             budget=state.config.budget,
-            protected=sorted(state.spans(), key=lambda s: (_seg_index(doc, s.segment_id), s.start, s.rule_id)),
+            protected=protected,
             placeholders=placeholders,
             diagnostics=_unique_diags(state.diagnostics),
             self_check=state.self_check,
@@ -219,9 +270,38 @@ class Compactor:
             recommend_new_session=state.recommend_new_session,
             segments=len(doc.segments),
             stages=state.stages,
+            redacted=redacted,
         )
-        return CompactionResult(format=doc.format, messages=messages, anchor=state.anchor, report=report,
-                                handoff=state.handoff)
+        handoff = state.handoff
+        if handoff and state.config.redact:
+            from .secrets import redact
+
+            handoff, _ = redact(handoff)
+        return CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
+                                handoff=handoff)
+
+
+def _redact_anchor(anchor: Anchor, redactor=None) -> tuple[Anchor, int]:
+    """Redact every string in the anchor (same numbering as the document when a redactor is given)."""
+    from .secrets import Redactor
+
+    red = redactor or Redactor()
+    count = 0
+
+    def walk(v):
+        nonlocal count
+        if isinstance(v, str):
+            new, found = red.redact(v)
+            count += len(found)
+            return new
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    data = walk(anchor.model_dump(mode="json"))
+    return (Anchor.model_validate(data) if count else anchor), count
 
 
 def _seg_index(doc: Document, sid: str | None) -> int:
