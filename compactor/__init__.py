@@ -37,6 +37,8 @@ from .models import (
 from .pipeline import Compactor, compact, load_document
 from .engine import load_rules
 from .tokens import get_counter
+from .anchor import build_anchor, merge, to_markdown, to_seed_json
+from .policy import Decision, should_compact
 
 __all__ = [
     "Anchor",
@@ -46,6 +48,7 @@ __all__ = [
     "CompactorConfig",
     "CompactorError",
     "ConfigError",
+    "Decision",
     "Diagnostic",
     "Document",
     "Edits",
@@ -59,9 +62,14 @@ __all__ = [
     "Segment",
     "Span",
     "StoreError",
+    "build_anchor",
     "compact",
     "get_counter",
     "load_document",
     "load_rules",
+    "merge",
+    "should_compact",
+    "to_markdown",
+    "to_seed_json",
     "__version__",
 ]
