@@ -20,18 +20,20 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate
+from operator import add
 from typing import Iterable
 
 import regex
 
 from ..models import Span
+from ..normalize import CI_PREFIX
 from .schema import FLAG_NAMES, Rule
 
 __all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "resolve_spans", "scan"]
 
 LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lines
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
-PER_MB = 0.02
+PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a speed target
 
 
 class RuleTimeout(Exception):
@@ -42,29 +44,29 @@ class RuleTimeout(Exception):
 
 @dataclass
 class TextView:
-    """A text split into lines, with offsets, a lazily lowered copy and CI prefixes skipped."""
+    """A text split into lines, with offsets, a lazily lowered copy and CI prefixes skipped.
+
+    Prefilter literals are looked up once per view and shared by every rule that names them
+    (``lines_with``): a literal costs one C-speed pass over the text however many rules use it.
+    Case-insensitive ASCII literals are searched in an ASCII-lowered copy with the same offsets
+    (``_ci_haystack``): ``str.lower`` on non-ASCII text is several times slower.
+    """
 
     text: str
     lines: list[str] = field(init=False)
     starts: list[int] = field(init=False)
     prefix: list[int] | None = field(init=False, default=None)
     _lower: str | None = field(init=False, default=None)
+    _hay_ci: tuple | None = field(init=False, default=None, repr=False)
+    _hits: dict = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        from ..normalize import CI_PREFIX
-
         self.lines = self.text.split("\n")
-        self.starts = [0, *accumulate(len(line) + 1 for line in self.lines[:-1])]
+        self.starts = _line_starts(self.lines)
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         sample = self.lines[:5]
         if any(CI_PREFIX.match(line) for line in sample):
-            pre = [0] * len(self.lines)
-            for i, line in enumerate(self.lines):
-                if line[:2] == "20" and len(line) > 20:
-                    m = CI_PREFIX.match(line)
-                    if m:
-                        pre[i] = m.end()
-            self.prefix = pre
+            self.prefix = [_ci_prefix(line) for line in self.lines]
 
     @property
     def lower(self) -> str:
@@ -86,19 +88,75 @@ class TextView:
     def body_start(self, i: int) -> int:
         return self.starts[i] + (self.prefix[i] if self.prefix is not None else 0)
 
+    def _ci_haystack(self) -> tuple:
+        """(haystack, encoded?) for case-insensitive search of ASCII literals, offsets = str offsets.
+
+        Non-ASCII text is encoded to Latin-1 with 'replace' (one byte per character, so offsets
+        and line starts are unchanged) and ASCII-lowered as bytes: much cheaper than str.lower()
+        on non-ASCII text, and exact for ASCII literals.
+        """
+        if self._hay_ci is None:
+            if self.text.isascii():
+                self._hay_ci = (self.text.lower(), False)
+            else:
+                self._hay_ci = (self.text.encode("latin-1", "replace").lower(), True)
+        return self._hay_ci
+
+    def lines_with(self, literal: str, ignore_case: bool = False) -> list[int]:
+        """Sorted 0-based numbers of the lines that contain ``literal`` (cached per view)."""
+        key = (literal.lower(), True) if ignore_case else (literal, False)
+        hit = self._hits.get(key)
+        if hit is not None:
+            return hit
+        if ignore_case and literal.isascii():
+            hay, encoded = self._ci_haystack()
+            starts = self.starts
+            needle = literal.lower().encode() if encoded else literal.lower()
+        elif ignore_case and literal.lower() == literal == literal.upper():  # caseless ('●', '✕'): as is
+            hay, starts, needle = self.text, self.starts, literal
+        elif ignore_case:  # a non-ASCII literal with case: search the lowered str
+            hay, starts, needle = self.lower, self.starts, literal.lower()
+        else:
+            hay, starts, needle = self.text, self.starts, literal
+        out: list[int] = []
+        find = hay.find
+        nstarts = len(starts)
+        end = len(hay)
+        pos = find(needle)
+        while pos != -1:
+            ln = bisect_right(starts, pos) - 1
+            out.append(ln)
+            # one hit per line is enough: continue at the next line
+            pos = find(needle, starts[ln + 1]) if ln + 1 < nstarts else -1
+            if pos >= end:
+                break
+        self._hits[key] = out
+        return out
+
     def candidates(self, literals: list[str], ignore_case: bool) -> list[int]:
-        hay = self.lower if ignore_case else self.text
+        if len(literals) == 1:
+            return self.lines_with(literals[0], ignore_case)
         found: set[int] = set()
         for lit in literals:
-            needle = lit.lower() if ignore_case else lit
-            pos = hay.find(needle)
-            while pos != -1:
-                ln = self.line_of(pos)
-                found.add(ln)
-                # skip to the next line: one hit per line is enough
-                nxt = self.starts[ln + 1] if ln + 1 < len(self.starts) else len(hay)
-                pos = hay.find(needle, max(nxt, pos + 1))
+            found.update(self.lines_with(lit, ignore_case))
         return sorted(found)
+
+
+def _line_starts(lines: list) -> list[int]:
+    """Offsets of each line's first character (works for str and bytes lines), C-speed."""
+    return list(map(add, accumulate(map(len, lines[:-1]), initial=0), range(len(lines))))
+
+
+def _ci_prefix(line: str) -> int:
+    """Length of a CI timestamp prefix ('2022-05-30T09:10:41.3367743Z '), 0 if none."""
+    if line[:2] != "20" or len(line) < 21:
+        return 0
+    # fast path: GitHub Actions prints exactly 7 fraction digits (29 characters with the space)
+    if line[27:29] == "Z " and line[10] == "T" and line[19] == "." and line[4] == "-" and line[20:27].isdigit() \
+            and line[:4].isdigit() and line[11:13].isdigit():
+        return 29
+    m = CI_PREFIX.match(line)
+    return m.end() if m else 0
 
 
 def _flags(names: Iterable[str]) -> int:
@@ -182,12 +240,16 @@ class RegexRule(CompiledRule):
                 matches = list(self.whole.finditer(view.text, timeout=budget))
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
+            last_line = -1
             for m in matches:
                 a, b = m.start(spec.group), m.end(spec.group)
                 if a < 0:
                     continue
                 ls, le = view.line_of(a), view.line_of(max(a, b - 1))
+                if spec.scope == "line" and ls <= last_line:
+                    continue  # the line is already covered by an earlier match
                 out.append(self._span(view, a, b, ls, le, nlines))
+                last_line = out[-1][3]
             return out
         for n, i in enumerate(cand):
             if n & 255 == 255 and time.process_time() - t0 > budget:
@@ -266,6 +328,7 @@ class LineBlockRule(CompiledRule):
                 size = len(view.lines[i])
                 j = i + 1
                 blanks = 0
+                gaps = 0
                 ended = False
                 if self.end is not None and _search_line(self.end, view.body(i), budget) is not None and i > first:
                     ended = True
@@ -285,20 +348,36 @@ class LineBlockRule(CompiledRule):
                         last = j
                         size += len(view.lines[j]) + 1
                         blanks = 0
+                        gaps = 0
                         j += 1
                         if n & 127 == 0 and (j & 1023) == 0 and time.process_time() - t0 > budget:
                             raise RuleTimeout(self.id)
                         continue
-                    break
+                    # a non-matching line: tolerated (like a blank) only if a continue line follows
+                    gaps += 1
+                    if gaps > spec.allow_gap:
+                        break
+                    size += len(view.lines[j]) + 1
+                    j += 1
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
-            if last - first + 1 < spec.min_lines:
+            if last - first + 1 < spec.min_lines or (spec.min_lines > 1 and not _has_lines(view, first, last, spec.min_lines)):
                 continue
             a = view.starts[first]
             b = view.starts[last] + len(view.lines[last])
             out.append((a, b, first, last, spec.long_trace))
             covered_until = last
         return out
+
+
+def _has_lines(view: TextView, first: int, last: int, need: int) -> bool:
+    """min_lines counts lines with content: blank lines picked up around a lone match don't count."""
+    for k in range(first, last + 1):
+        if view.lines[k].strip():
+            need -= 1
+            if need <= 0:
+                return True
+    return False
 
 
 _SENTENCE_END = regex.compile(r"[.!?;。！？；]\s|[。！？；]|\n")
@@ -342,13 +421,17 @@ class LiteralRule(CompiledRule):
                     else list(self.pat.finditer(line))
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
+            seen_until = -1
             for m in matches:
+                if m.start() < seen_until:
+                    continue  # inside a sentence (or line) already looked at: one span per sentence
                 if spec.scope == "word":
                     a, b = m.start(), m.end()
                 elif spec.scope == "line":
                     a, b = 0, len(line)
                 else:
                     a, b = _sentence(line, m.start(), m.end())
+                seen_until = b
                 if base + a <= last_end:
                     continue
                 sentence = line[a:b].lower()
@@ -361,10 +444,14 @@ class LiteralRule(CompiledRule):
         return out
 
 
+_SENTENCE_END_BACK = regex.compile(r"(?r)[.!?;。！？；]\s|[。！？；]|\n")
+
+
 def _sentence(line: str, a: int, b: int) -> tuple[int, int]:
-    start = 0
-    for m in _SENTENCE_END.finditer(line, 0, a):
-        start = m.end()
+    # the nearest sentence end before the match, searched backwards from it (a forward scan from the
+    # line start for every match was quadratic on long single-line texts)
+    m = _SENTENCE_END_BACK.search(line, 0, a)
+    start = m.end() if m else 0
     m = _SENTENCE_END.search(line, b)
     end = m.start() + 1 if m else len(line)
     if m and line[m.start()] in "\n":
