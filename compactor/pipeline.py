@@ -51,6 +51,8 @@ class PipelineState:
     exit_signal: bool = False
     recommend_new_session: bool = False
     handoff: str | None = None
+    level1: Any = None
+    cache_tag: str = ""
 
     @property
     def segments(self) -> list[Segment]:
@@ -82,13 +84,9 @@ def load_document(data: Any, *, format: str = "auto", max_json_depth: int = 512,
         raw = RawInput(data, source or "<text>")
         return read_document(make_probe(raw, max_depth=max_json_depth), format)
     if isinstance(data, (list, dict)):
-        import json
-
-        try:
-            text = json.dumps(data, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise InputError(f"messages are not JSON-serialisable: {exc}", source=source or "<messages>") from None
-        probe = Probe(RawInput(text, source or "<messages>"), json_value=data, is_json=True)
+        # Already parsed: no text to sniff. Readers only look at the JSON value; the text is a
+        # stand-in that says whether there is anything at all.
+        probe = Probe(RawInput("[...]" if data else "", source or "<messages>"), json_value=data, is_json=True)
         return read_document(probe, format)
     raise InputError(f"cannot compact a {type(data).__name__}: pass a path, text, bytes, or a list/dict of messages")
 
@@ -104,12 +102,10 @@ def _looks_like_path(s: str) -> bool:
         return False
 
 
-def _key(*parts: Any) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(repr(p).encode("utf-8", errors="surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()
+def _key(*parts: Any) -> tuple:
+    """Cache key: the parts themselves (str hashes are cached by Python, so a growing
+    conversation re-uses them at no cost)."""
+    return parts
 
 
 class Compactor:
@@ -126,7 +122,7 @@ class Compactor:
         self.store = store if store is not None else open_store(self.config.store)
         self.counter = get_counter(self.config.encoding)
         self.level1 = Level1(self.detector, self.classifier, self.store, self.config)
-        self._cache: OrderedDict[str, SegmentOutcome] = OrderedDict()
+        self._cache: OrderedDict[tuple, SegmentOutcome] = OrderedDict()
         self._fingerprint = self.ruleset.fingerprint() + self.config.model_dump_json()
         self.level3_count = 0  # how many compactions needed Level 3 (exit signal)
 
@@ -136,6 +132,11 @@ class Compactor:
         doc = load_document(data, format=format, max_json_depth=config.max_json_depth)
         state = PipelineState(doc, config)
         state.diagnostics.extend(doc.diagnostics)
+        if config is self.config:
+            state.level1, state.cache_tag = self.level1, ""
+        else:
+            state.level1 = Level1(self.detector, self.classifier, self.store, config)
+            state.cache_tag = config.model_dump_json()
         self._level1(state)
         self._higher_levels(state)
         result = self._finish(state)
@@ -152,14 +153,16 @@ class Compactor:
         return list(self.detector.detect(normalize(text), role=role).spans)
 
     # ------------------------------------------------------------------ stages
-    def _outcome(self, seg: Segment, collapse: bool) -> SegmentOutcome:
-        key = _key(self._fingerprint, seg.text, seg.role.value, seg.kind.value, seg.command, seg.exit_code,
+    def _outcome(self, seg: Segment, collapse: bool, state: PipelineState | None = None) -> SegmentOutcome:
+        level1 = state.level1 if state is not None and state.level1 is not None else self.level1
+        tag = state.cache_tag if state is not None else ""
+        key = _key(tag, seg.text, seg.role.value, seg.kind.value, seg.command, seg.exit_code,
                    collapse, seg.id, seg.step_id)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        out = self.level1.collapse(seg.text, role=seg.role.value, segment_id=seg.id, step_id=seg.step_id,
+        out = level1.collapse(seg.text, role=seg.role.value, segment_id=seg.id, step_id=seg.step_id,
                                    command=seg.command, exit_code=seg.exit_code, collapse=collapse)
         self._cache[key] = out
         if len(self._cache) > CACHE_SIZE:
@@ -176,7 +179,7 @@ class Compactor:
             collapse = apply and seg.kind == SegmentKind.tool_result and seg.id not in recent and not seg.meta
             if seg.kind == SegmentKind.tool_call:
                 collapse = False
-            o = self._outcome(seg, collapse)
+            o = self._outcome(seg, collapse, state)
             state.outcomes[seg.id] = o
             state.texts[seg.id] = o.text
             state.diagnostics.extend(o.diagnostics)

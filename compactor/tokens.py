@@ -53,8 +53,6 @@ class _Tiktoken:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if len(text) < 64:
-            return len(self.enc.encode_ordinary(text))
         n = self._cache.get(text)
         if n is None:
             n = len(self.enc.encode_ordinary(text))

@@ -16,7 +16,7 @@ _WS = regex.compile(r"\s+")
 
 
 def squash(text: str) -> str:
-    return _WS.sub(" ", normalize(text)).strip()
+    return " ".join(normalize(text).split())
 
 
 def shorten(text: str, limit: int) -> str:

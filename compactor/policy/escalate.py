@@ -127,10 +127,17 @@ class _Escalation:
         self.spans = state.spans()
         self.protected = protected_spans(state.segments, self.spans)
         self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
-        self.units = plan_units(state, full)
+        self._units: list[Unit] | None = None
         self.tok = {s.id: self.counter.count(state.texts[s.id]) for s in state.segments}
         self.order = {s.id: s.index for s in state.segments}
         self.best_over: int | None = None  # smallest total seen that did not fit (for the error)
+
+    @property
+    def units(self) -> list[Unit]:
+        """Droppable units, planned on first use (the no-budget path never needs them)."""
+        if self._units is None:
+            self._units = plan_units(self.state, self.full)
+        return self._units
 
     # ---------------------------------------------------------------- measuring
     def kept_tokens(self, dropped: set[str]) -> int:
