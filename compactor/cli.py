@@ -225,7 +225,11 @@ def cmd_scan(args) -> int:
     doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
     detector = Detector(load_rules(args.rules))
     out = sys.stdout
+    from .models import SegmentKind
+
     for seg in doc.segments:
+        if seg.kind == SegmentKind.tool_call:
+            continue  # actions stay verbatim; their arguments are code, not evidence
         det = detector.detect(normalize(seg.text), role=seg.role.value, segment_id=seg.id, step_id=seg.step_id)
         for sp in det.spans:
             out.write(json.dumps(sp.model_dump(mode="json"), ensure_ascii=False) + "\n")

@@ -158,6 +158,9 @@ class Compactor:
         tag = state.cache_tag if state is not None else ""
         key = _key(tag, seg.text, seg.role.value, seg.kind.value, seg.command, seg.exit_code,
                    collapse, seg.id, seg.step_id)
+        if seg.kind == SegmentKind.tool_call:
+            # the action always stays verbatim: nothing to protect or collapse in it
+            return SegmentOutcome(seg.text, False)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
