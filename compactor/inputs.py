@@ -131,6 +131,23 @@ def _depth_ok(text: str, max_depth: int) -> int | None:
     return None
 
 
+_BRACKETS = regex.compile(r"[\[\]{}]")
+
+
+def _bracket_depth_bound(text: str) -> int:
+    """An upper bound of the nesting depth, counting brackets inside strings too (C-speed scan;
+    the exact, string-aware check only runs when this bound is over the limit)."""
+    depth = best = 0
+    for ch in _BRACKETS.findall(text):
+        if ch == "[" or ch == "{":
+            depth += 1
+            if depth > best:
+                best = depth
+        else:
+            depth -= 1
+    return best
+
+
 _TOKENS = regex.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', regex.DOTALL)
 
 
@@ -177,7 +194,7 @@ def load_json_text(text: str, source: str = "<input>", *, position_prefix: str =
 
     Raises InputError naming line and column, LimitError for nesting over max_depth.
     """
-    if text.count("[") + text.count("{") > max_depth:
+    if text.count("[") + text.count("{") > max_depth and _bracket_depth_bound(text) > max_depth:
         where = _depth_ok(text, max_depth)
         if where is not None:
             line = text.count("\n", 0, where) + 1

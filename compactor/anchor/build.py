@@ -156,6 +156,7 @@ class _State:
     """Mutable working state of the fold. ``freeze`` gives the frozen Anchor."""
 
     def __init__(self, a: Anchor) -> None:
+        self._fact_shapes: dict[str, bool] = {}
         self.facts: dict[str, Fact] = {x.id: x for x in a.facts_learned}
         self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
         self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
@@ -632,15 +633,26 @@ class _State:
             tail = body[_nth_from_end(body, "\n", _FACT_EDGE_LINES) + 1:]
             body = head + "\n" + tail
         n = 0
+        verdicts = self._fact_shapes
         for m in _DIGIT_LINE.finditer(body):  # every structured fact holds a digit
             if n >= _MAX_LINE_FACTS:
                 break
             raw = m.group(0)
             ln = raw.strip()
-            if len(ln) > 200 or C.CODEISH.search(raw) or (skip and any(ln in t for t in skip)):
+            if len(ln) > 200 or (skip and any(ln in t for t in skip)):
                 continue
-            if C.TEST_SUMMARY.search(ln) or C.INSTALLED.search(ln) or (len(ln) <= 80 and C.VERSION.match(ln)) or (
-                    len(ln) <= 160 and not ln.startswith("<") and C.KEY_NUM.search(ln)):
+            # the patterns below treat every digit alike: lines that differ only in their digits
+            # (download lists, progress lines) get the same verdict, computed once
+            shape = raw.translate(_SHAPE)
+            ok = verdicts.get(shape)
+            if ok is None:
+                ok = not C.CODEISH.search(raw) and bool(
+                    C.TEST_SUMMARY.search(ln) or C.INSTALLED.search(ln) or (len(ln) <= 80 and C.VERSION.match(ln))
+                    or (len(ln) <= 160 and not ln.startswith("<") and C.KEY_NUM.search(ln)))
+                if len(verdicts) > 50_000:
+                    verdicts.clear()
+                verdicts[shape] = ok
+            if ok:
                 self._add_fact(ln, step, via)
                 n += 1
 
@@ -724,6 +736,7 @@ def _nth_from_end(text: str, ch: str, n: int) -> int:
 
 
 _CODE_CHARS = frozenset("{}[]=<>;|$\\`")
+_SHAPE = str.maketrans("123456789", "000000000")
 _DIGIT_LINE = C.regex.compile(r"^[^\n\d]{0,200}\d[^\n]*", C.regex.M)
 
 
