@@ -24,6 +24,7 @@ from .store import Store
 
 __all__ = ["TrimOptions", "TrimStats", "Trimmer", "trim_stream", "trim_text"]
 
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _FILELINE = regex.compile(r"(?P<file>[\w./-]+\.[A-Za-z]{1,6}):(?P<line>\d+)")
 
 
@@ -105,7 +106,10 @@ class Trimmer:
             for line in r.head[: opt.keep_head]:
                 self._out(write, line)
             folded = r.count - opt.keep_head - opt.keep_tail
-            top = ", ".join(f'{n}× "{_short(t)}"' for t, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[: opt.top_templates])
+            merged: Counter = Counter()
+            for key, n in r.templates.items():  # cheap keys → real templates, once per distinct key
+                merged[template_of(key.decode("ascii") if isinstance(key, bytes) else key)] += n
+            top = ", ".join(f'{n}× "{_short(t)}"' for t, n in sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[: opt.top_templates])
             ref = ""
             if self.store is not None and r.originals is not None:
                 ref = " · ref " + self.store.put("\n".join(r.originals[opt.keep_head: r.count - opt.keep_tail]).encode("utf-8", "surrogatepass"))
@@ -135,8 +139,13 @@ class Trimmer:
         if len(r.head) < max(self.opt.keep_head, self.opt.min_fold):
             r.head.append(line)
         r.tail.append(line)
-        if r.count <= 50_000 or len(r.templates) < 200:
-            r.templates[template_of(line[:120])] += 1
+        head = line[:120]
+        # a cheap, digit-insensitive key per line (C-speed); keys are mapped to the real templates
+        # (numbers, ids, paths masked) only when the region is written, once per distinct key
+        key = head.encode("ascii").translate(_DIGITS) if head.isascii() else head
+        templates = r.templates
+        if key in templates or len(templates) < 5000:
+            templates[key] += 1
         if r.originals is not None and len(r.originals) < 1_000_000:
             r.originals.append(original)
 
