@@ -51,6 +51,47 @@ _FRAME = regex.compile(
 )
 _HEADLINE = regex.compile(r"(?i)(?:error|exception|panic|fatal|failed|caused by|assert|signal|abort|traceback)")
 _KEYNUM = regex.compile(r"\b[A-Za-z_][\w.-]*\s*[=:]\s*-?\d")
+# Lines of a long trace that may be elided: frame lines that carry no file:line (native,
+# unknown-source, address-only frames), '... N more' markers, Rust symbol lines, goroutine
+# headers, hex dumps. Message lines, frames with file:line, and lines stating an error or a key
+# number always stay (seed 001: exception type, key numbers, file:line, first and last lines).
+_FRAMEISH = regex.compile(
+    r"""(?x)^\s*(?:
+        at\s
+      | \#\d+\s
+      | \.\.\.\ \d+\ (?:more|common\ frames\ omitted)
+      | \d+:\s+(?:0x[0-9a-fA-F]+\s+-\s+)?[\w:<>${}.]+
+      | goroutine\ \d+\ \[
+      | created\ by\ 
+      | 0x[0-9a-fA-F]+:?\s
+      | [0-9a-fA-F]{8,}:\s
+      | Shadow\ byte
+    )"""
+)
+_PY_FRAME = regex.compile(r'^\s*File "[^"\n]*", line \d+')
+_GO_FILE = regex.compile(r"^\s+\S+\.go:\d+")
+
+
+def _body(line: str) -> str:
+    """The line without a CI timestamp prefix, cut to a bounded length."""
+    from ..engine.matchers import _ci_prefix
+
+    return line[_ci_prefix(line):][:2000]
+
+
+def _elidable(lines: list[str], i: int, a: int, b: int) -> bool:
+    ln = _body(lines[i])
+    if not ln.strip():
+        return True
+    if _HEADLINE.search(ln) or _KEYNUM.search(ln):
+        return False
+    if _FRAMEISH.match(ln):
+        return not _FRAME.search(ln)
+    if i > a and _PY_FRAME.match(_body(lines[i - 1])) and ln[:1] in " \t":
+        return True  # the source line Python echoes under a frame
+    if i < b and _GO_FILE.match(_body(lines[i + 1])) and ln.rstrip().endswith(")"):
+        return True  # a Go function line; the file:line below it stays
+    return False
 # a whole line that is already a placeholder (the input was compacted before)
 _PLACEHOLDER_LINE = regex.compile(r"\s*\[[^\[\]\n]{0,400}?· ref c-[0-9a-f]{16}\]\s*")
 _ELIDED_TRACE_LINE = regex.compile(r"\s*\[… \d+ trace lines elided · ref c-[0-9a-f]{16}\]\s*")
@@ -132,8 +173,7 @@ class Level1:
             a, b = sp.line_start - 1, sp.line_end - 1
             keep = set(range(a, a + cfg.long_trace_keep)) | set(range(b - cfg.long_trace_keep + 1, b + 1))
             for i in range(a, b + 1):
-                ln = lines[i]
-                if _FRAME.search(ln[:2000]) or _HEADLINE.search(ln[:2000]) or _KEYNUM.search(ln[:2000]):
+                if not _elidable(lines, i, a, b):
                     keep.add(i)
             runs: list[tuple[int, int]] = []
             i = a
