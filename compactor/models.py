@@ -23,6 +23,7 @@ __all__ = [
     "Evidence",
     "ExcludedApproach",
     "Fact",
+    "FailedAttempt",
     "FileTouch",
     "Intent",
     "IntentItem",
@@ -155,6 +156,18 @@ class ExcludedApproach(Item):
     status: Literal["excluded", "reopened"] = "excluded"
 
 
+class FailedAttempt(Item):
+    """A tool call that failed (non-zero exit, error flag, or error output): what was tried,
+    verbatim, and the first error line. Not a concluded dead end (those are ``dead_ends``), but
+    the anti-repeat list a fresh agent needs so it does not run the same failing command again."""
+
+    command: str = Field(description="the call's command, verbatim (its first line, at most 300 characters)")
+    error: str = Field(default="", description="the first error line of the result, verbatim")
+    exit_code: int | None = None
+    count: int = Field(default=1, ge=1, description="how many times this command failed")
+    last_step: str = ""
+
+
 class ChangeMade(Item):
     description: str
     files: list[str] = Field(default_factory=list)
@@ -258,6 +271,7 @@ class Anchor(Frozen):
     decisions_made: list[Decision] = Field(default_factory=list)
     open_questions: list[OpenQuestion] = Field(default_factory=list)
     dead_ends: list[ExcludedApproach] = Field(default_factory=list, description="seed-001 'excluded approaches'")
+    failed_attempts: list[FailedAttempt] = Field(default_factory=list, description="commands that failed, verbatim, with their first error line")
     next_action_hint: str = Field(default="", description="non-binding suggestion")
     # seed 001
     intent: Intent = Field(default_factory=Intent)

@@ -37,6 +37,7 @@ _TIERS: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("open question", "open_questions", lambda q: q.status == "open"),
     ("unfinished file", "files_touched", lambda f: f.unfinished),
     ("decision", "decisions_made", lambda d: d.status == "active"),
+    ("failed attempt", "failed_attempts", lambda a: True),
 ]
 _CRITICAL: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("key evidence", "key_evidence", lambda e: True),

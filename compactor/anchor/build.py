@@ -20,6 +20,7 @@ from ..models import (
     Decision,
     Evidence,
     ExcludedApproach,
+    FailedAttempt,
     Fact,
     FileTouch,
     Intent,
@@ -161,6 +162,7 @@ class _State:
         self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
         self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
         self.dead: dict[str, ExcludedApproach] = {x.id: x for x in a.dead_ends}
+        self.failed: dict[str, FailedAttempt] = {x.id: x for x in a.failed_attempts}
         self.changes: dict[str, ChangeMade] = {x.id: x for x in a.changes_made}
         self.next_steps: dict[str, NextStep] = {x.id: x for x in a.next_steps}
         self.evidence: dict[str, Evidence] = {x.id: x for x in a.key_evidence}
@@ -248,6 +250,22 @@ class _State:
         if xid not in self.dead:
             self.dead[xid] = ExcludedApproach(id=xid, source_step=step, approach=approach, why=why or "",
                                               evidence=self.last_error)
+
+    def _add_failed_attempt(self, seg: Segment, pc: PendingCall | None, error: str, step: str) -> None:
+        command = seg.command or (pc.action if pc is not None else "")
+        first = next((ln.strip() for ln in command.split("\n") if ln.strip()), "")[:300]
+        if not first:
+            return
+        fid = item_id("fx", first)
+        old = self.failed.get(fid)
+        err = error if len(error) <= 400 else error[:400]
+        if old is None:
+            self.failed[fid] = FailedAttempt(id=fid, source_step=step, command=first, error=err,
+                                             exit_code=seg.exit_code, last_step=step)
+        else:
+            self.failed[fid] = old.model_copy(update={"count": old.count + 1, "last_step": step,
+                                                      "error": err or old.error,
+                                                      "exit_code": seg.exit_code if seg.exit_code is not None else old.exit_code})
 
     def _add_question(self, text: str, step: str) -> str:
         qid = item_id("oq", text)
@@ -590,6 +608,8 @@ class _State:
             self.last_error = shorten(line, 400) if len(line) > 400 else line
             self.last_error_step = step
             self.last_result_error = True
+            if kind != "read":
+                self._add_failed_attempt(seg, pc, line, step)
         else:
             self.last_result_error = False
         if kind in ("read", "edit"):
@@ -682,6 +702,7 @@ class _State:
             decisions_made=list(self.decisions.values()),
             open_questions=list(self.questions.values()),
             dead_ends=list(self.dead.values()),
+            failed_attempts=list(self.failed.values()),
             intent=intent,
             changes_made=list(self.changes.values()),
             next_steps=list(self.next_steps.values()),

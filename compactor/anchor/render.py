@@ -20,7 +20,8 @@ _LABELS = {
         "unfinished": "Unfinished", "hint": "Next action (hint, not binding)", "fact": "Fact",
         "evidence_label": "evidence", "read": "read", "created": "created", "modified": "modified",
         "deleted": "deleted", "stale": "read before a later edit (stale)", "related": "related",
-        "unfinished_file": "unfinished (last edit failed)", "sep": ": ",
+        "unfinished_file": "unfinished (last edit failed)", "sep": ": ", "attempt": "Failed attempt",
+        "times": "times",
     },
     "zh": {
         "title": "## 当前工作状态", "goal": "**目标**", "done": "**已完成**", "decisions": "**已做决策**",
@@ -30,7 +31,8 @@ _LABELS = {
         "next": "下一步", "assumption": "尚未确认的假设", "unfinished": "未完成",
         "hint": "下一步建议（不具约束力）", "fact": "事实", "evidence_label": "证据", "read": "读取",
         "created": "新建", "modified": "修改", "deleted": "删除", "stale": "读取后又被修改（内容已过期）",
-        "related": "相关", "unfinished_file": "未完成（最后一次修改失败）", "sep": "：",
+        "related": "相关", "unfinished_file": "未完成（最后一次修改失败）", "sep": "：", "attempt": "失败的尝试",
+        "times": "次",
     },
 }
 
@@ -63,6 +65,7 @@ def to_seed_json(anchor: Anchor) -> dict[str, Any]:
         "intent": extra["intent"],
         "changes_made": extra["changes_made"],
         "excluded_approaches": [x.model_dump(mode="json") for x in anchor.dead_ends],
+        "failed_attempts": [x.model_dump(mode="json") for x in anchor.failed_attempts],
         "decisions": [d.model_dump(mode="json") for d in anchor.decisions_made],
         "facts": [f.model_dump(mode="json") for f in anchor.facts_learned],
         "questions": [q.model_dump(mode="json") for q in anchor.open_questions],
@@ -161,6 +164,14 @@ def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]
     for it in anchor.intent.history:
         if it.kind == "rejected" and it.status == "active":
             excluded.append((it.id, f"- {L['rejected']}{_step(it.source_step)}{L['sep']}{it.text}"))
+    for fa in anchor.failed_attempts:
+        where = fa.source_step if fa.count == 1 else f"{fa.source_step}…{fa.last_step}, {fa.count} {L['times']}"
+        if fa.exit_code not in (None, 0):
+            where += f", exit {fa.exit_code}"
+        line = f"- {L['attempt']} ({where}){L['sep']}{_code(fa.command) or fa.command}"
+        if fa.error:
+            line += f" → {fa.error}"
+        excluded.append((fa.id, line))
     section("excluded", L["excluded"], excluded)
 
     open_rows: list[tuple[str, str]] = []
