@@ -86,7 +86,8 @@ def load_document(data: Any, *, format: str = "auto", max_json_depth: int = 512,
     if isinstance(data, (list, dict)):
         # Already parsed: no text to sniff. Readers only look at the JSON value; the text is a
         # stand-in that says whether there is anything at all.
-        probe = Probe(RawInput("[...]" if data else "", source or "<messages>"), json_value=data, is_json=True)
+        probe = Probe(RawInput("[...]" if data else "", source or "<messages>"), json_value=data, is_json=True,
+                      jsonl=list(data) if isinstance(data, list) else None)
         return read_document(probe, format)
     raise InputError(f"cannot compact a {type(data).__name__}: pass a path, text, bytes, or a list/dict of messages")
 

@@ -265,8 +265,14 @@ class _Escalation:
             lead = "even with every turn folded into the anchor, what must stay verbatim"
         else:
             lead = f"at level {allowed} (the highest level allowed; allow level 3 or auto) the output"
+        if need > budget:
+            advice = f"raise the budget to at least {need}"
+        else:  # the estimate is not a proven minimum: do not promise a number that does not work
+            smallest = min([t for t in (self.best_over, *self.achieved) if t and t > budget], default=None)
+            need = smallest or need
+            advice = f"raise the budget (the smallest output tried was {need} tokens)"
         return BudgetError(f"budget of {budget} tokens cannot be met: {lead} needs about {need} tokens — "
-                           f"{what} (tokens); raise the budget to at least {need}, or start a new session from "
+                           f"{what} (tokens); {advice}, or start a new session from "
                            f"the hand-off document (--emit handoff)")
 
     # ---------------------------------------------------------------- main
@@ -350,9 +356,18 @@ class _Escalation:
             got = self.try_fit(dropped, budget)
             if got is not None:
                 cand, total = got
+                if total >= l1_total and l1_total <= budget:
+                    # a forced level 3 that would only make the output bigger is not applied
+                    self.no_gain(3, total, l1_total)
+                    self.finish(set(), None, 1, None, None)
+                    return
                 st.stages.append(f"level3:{passes}:{total}")
                 self.finish(dropped, cand, 3, l1_total, total)
                 return
+        if l1_total <= budget:  # a forced level 3 could not do better than what already fits
+            self.no_gain(3, self.best_over or l1_total, l1_total)
+            self.finish(set(), None, 1, None, None)
+            return
         raise self.cannot_fit(budget, 3)
 
     def finish(self, dropped: set[str], cand, level: int, before: int | None = None, after: int | None = None) -> None:

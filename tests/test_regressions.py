@@ -1,0 +1,61 @@
+"""Regressions found by the benchmark run."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import compactor
+from compactor import BudgetError, Compactor
+
+ROOT = Path(__file__).resolve().parents[1]
+CI_LINT = ROOT / "fixtures" / "trajectories" / "ci-lint.steps.json"
+
+
+@pytest.mark.parametrize("budget", [205, 230, 300, 1000])
+def test_forced_level3_never_enlarges_the_output(budget):
+    before = Compactor().compact(str(CI_LINT), level=1)
+    res = Compactor(level=3).compact(str(CI_LINT), budget=budget)
+    assert res.report.tokens_after <= max(before.report.tokens_after, 1)
+    assert res.report.tokens_after <= budget
+
+
+def test_budget_error_never_promises_a_budget_that_fails():
+    with pytest.raises(BudgetError) as exc:
+        Compactor(level=3).compact(str(CI_LINT), budget=120)
+    m = re.search(r"raise the budget to at least (\d+)", str(exc.value))
+    if m:  # a promised number must work
+        res = Compactor(level=3).compact(str(CI_LINT), budget=int(m.group(1)))
+        assert res.report.tokens_after <= int(m.group(1))
+
+
+def test_jsonl_layouts_accept_parsed_records_and_their_own_output():
+    recs = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "Run the tests."}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
+         "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "pytest -q"}}]}},
+        {"type": "user", "uuid": "u2", "parentUuid": "a1", "sessionId": "s",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Exit code 1\nFAILED tests/test_x.py::test_y - AssertionError", "is_error": True}]}},
+    ]
+    res = compactor.compact(recs)
+    assert res.format == "claude-code"
+    again = compactor.compact(res.messages)
+    assert again.format == "claude-code" and again.messages == res.messages
+
+
+def test_failed_commands_survive_level2_in_the_anchor():
+    msgs = [{"role": "user", "content": "Fix the import error."}]
+    for i in range(8):
+        prose = " ".join(f"I am now looking at module number {i} and thinking about step {k} of the plan." for k in range(12))
+        msgs.append({"role": "assistant", "content": f"Attempt {i}. {prose}", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": f"python run_{i}.py --fast"})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"<returncode>1</returncode>\n<output>\nModuleNotFoundError: No module named 'pytz{i}'\n</output>"})
+    msgs.append({"role": "user", "content": "Now try a different approach."})
+    res = Compactor(keep_recent_turns=2).compact(msgs, level=2)
+    assert res.report.level == 2
+    out = json.dumps(res.messages)
+    for i in range(8):
+        assert f"python run_{i}.py --fast" in out
