@@ -143,12 +143,21 @@ def _terms(text: str) -> set[str]:
     return words | han
 
 
+_MSG_LINE = C.regex.compile(r"^\s*(?:[\w.$]+(?:Error|Exception|Exhausted|Failure|Panic)\b|[\w.$]+: \S|panic: |fatal error|error\b|Error\b|FAIL\b)")
+_FRAME_LINE = C.regex.compile(r"^\s*(?:at |File \"|#\d+ |\d+ \||> \d+ \||\||from |\.\.\. \d+ more|goroutine )")
+
+
 def _first_error_line(span_text: str) -> str:
     lines = [ln.rstrip() for ln in span_text.split("\n") if ln.strip()]
     if not lines:
         return ""
-    if lines[0].lstrip().startswith("Traceback") or len(lines) > 3:
-        # the exception line of a trace is its last line
+    if lines[0].lstrip().startswith("Traceback"):
+        return lines[-1].strip()  # a Python traceback's exception line is its last line
+    if len(lines) > 3:
+        # the message of a trace: its first "Type: message" / error line that is not a frame
+        for ln in lines[1:]:
+            if _MSG_LINE.match(ln) and not _FRAME_LINE.match(ln):
+                return ln.strip()
         return lines[-1].strip()
     return lines[0].strip()
 
@@ -448,7 +457,9 @@ class _State:
             self.intent[new_id] = self.intent.pop(new_id).model_copy(update={"source_step": step})
         else:
             self._add_intent("request", req_text, step)
-        if prev and prev != new_id:
+        if prev and prev != new_id and C.ADDITIVE.search(lead):
+            pass  # "also do Y": the earlier request stays open beside the new one
+        elif prev and prev != new_id:
             self._set_intent_status(prev, "done" if finished else "superseded")
             for iid, it in list(self.intent.items()):
                 if it.kind == "clarification" and it.status == "active":
@@ -731,6 +742,10 @@ class _State:
                     clar.append(it.text)
             if clar:
                 current = current + " — clarified: " + "; ".join(clar)
+            still_open = [it.text for it in history if it.kind in ("initial", "request") and it.status == "active"
+                          and it.id != cur.id]
+            if still_open:
+                current = current + " — still open: " + "; ".join(still_open)
         if not current:
             current = self.objective
         return Intent(initial=initial or self.objective, current=current,

@@ -77,6 +77,13 @@ NEW_REQUEST = regex.compile(
     I,
 )
 
+# "also do Y": a request in addition to the current one, which stays open (not finished)
+ADDITIVE = regex.compile(
+    r"^" + _ACK_PREFIX + r"(?:also|additionally|in addition|please also|as well|another thing|one more thing)\b"
+    r"|^" + _ACK_PREFIX + r"(?:另外|还要|顺便|同时)",
+    I,
+)
+
 ACK = regex.compile(
     r"^(?:thanks|thank you|great|perfect|nice|good|ok|okay|cool|awesome|looks good|lgtm|done)\b"
     r"|^(?:好的|好|谢谢|很好|不错|可以了|完美|搞定)",
