@@ -107,7 +107,9 @@ class Trimmer:
                 self._out(write, line)
             folded = r.count - opt.keep_head - opt.keep_tail
             merged: Counter = Counter()
-            for key, n in r.templates.items():  # cheap keys → real templates, once per distinct key
+            # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys
+            # only: the summary names the top few shapes, the rest only adds to the total
+            for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
                 merged[template_of(key.decode("ascii") if isinstance(key, bytes) else key)] += n
             top = ", ".join(f'{n}× "{_short(t)}"' for t, n in sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[: opt.top_templates])
             ref = ""
