@@ -59,3 +59,18 @@ def test_failed_commands_survive_level2_in_the_anchor():
     out = json.dumps(res.messages)
     for i in range(8):
         assert f"python run_{i}.py --fast" in out
+
+
+def test_trim_region_with_ascii_and_non_ascii_lines_of_equal_counts():
+    """A folded region whose most frequent line shapes tie and mix ASCII and non-ASCII text."""
+    from compactor.collapse.trim import TrimOptions, trim_text
+    from compactor.detect import Detector
+    from compactor.engine import load_rules
+
+    lines = []
+    for i in range(40):
+        lines.append(f"Downloading part {i} of 40")
+        lines.append(f"━━━━━━━━━━ {i}/40 kB 正在下载")
+    out, stats = trim_text(Detector(load_rules()), "\n".join(lines) + "\n", TrimOptions(receipt=False))
+    assert stats.folded_lines > 0
+    assert "40× " in out and "正在下载" in out

@@ -110,7 +110,7 @@ class Trimmer:
             # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys
             # only: the summary names the top few shapes, the rest only adds to the total
             for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
-                merged[template_of(key.decode("ascii") if isinstance(key, bytes) else key)] += n
+                merged[template_of(key.decode("utf-8", "replace"))] += n
             top = ", ".join(f'{n}× "{_short(t)}"' for t, n in sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[: opt.top_templates])
             ref = ""
             if self.store is not None and r.originals is not None:
@@ -144,7 +144,7 @@ class Trimmer:
         head = line[:120]
         # a cheap, digit-insensitive key per line (C-speed); keys are mapped to the real templates
         # (numbers, ids, paths masked) only when the region is written, once per distinct key
-        key = head.encode("ascii").translate(_DIGITS) if head.isascii() else head
+        key = head.encode("utf-8", "surrogatepass").translate(_DIGITS)
         templates = r.templates
         if key in templates or len(templates) < 5000:
             templates[key] += 1
