@@ -8,7 +8,6 @@ token counter) and a per-segment cache keyed by content hash, so an agent callin
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field

@@ -28,7 +28,6 @@ from .base import (
     command_from_arguments,
     make_segment,
     plan_drops,
-    put_text,
 )
 
 _EXIT = regex.compile(r"\A\s*(?:Error: )?Exit code:? (-?\d+)")
@@ -192,11 +191,7 @@ class AnthropicFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id.get(sid)
-            if seg is not None:
-                put_text(data, seg.origin, text)
+        self.replace_texts(data, doc, edits)
         base = doc.state.get("base", ())
 
         def record_of(seg: Segment) -> int | None:

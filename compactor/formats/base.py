@@ -356,6 +356,27 @@ class Format:
         """A new message/record in this layout (used to insert the anchor summary)."""
         raise NotImplementedError
 
+    def replace_texts(self, data: Any, doc: Document, edits: Edits) -> list[tuple[Segment, str]]:
+        """Write every replaced text at its segment's origin and at each mirror copy of it
+        (``doc.state["mirrors"]``: the layout's duplicated payloads). Returns the (segment, text)
+        pairs applied, in id order, for layout-specific follow-ups."""
+        mirrors = doc.state.get("mirrors", {})
+        by_id = {s.id: s for s in doc.segments}
+        applied: list[tuple[Segment, str]] = []
+        for sid, text in sorted(edits.replace.items()):
+            seg = by_id.get(sid)
+            if seg is None:
+                continue
+            put_text(data, seg.origin, text)
+            for mp in mirrors.get(sid, []):
+                put_text(data, mp, self.mirror_text(seg, mp, text))
+            applied.append((seg, text))
+        return applied
+
+    def mirror_text(self, seg: Segment, path: tuple[str | int, ...], text: str) -> str:
+        """What a mirror copy of a replaced segment becomes (by default: the same new text)."""
+        return text
+
     # helpers shared by JSON layouts -------------------------------------------------
     @staticmethod
     def copy_data(doc: Document) -> Any:

@@ -28,7 +28,7 @@ from typing import Any
 from ..models import Segment
 from . import register
 from .anthropic import BlockReader
-from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, put_text, record_line
+from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, record_line
 
 _MESSAGE_TYPES = ("user", "assistant")
 _OTHER_TYPES = ("queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment")
@@ -123,17 +123,9 @@ class ClaudeCodeFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        mirrors = doc.state.get("mirrors", {})
         tool_mirrors = doc.state.get("tool_mirrors", {})
-        by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id.get(sid)
-            if seg is None:
-                continue
-            put_text(data, seg.origin, text)
-            for mp in mirrors.get(sid, []):
-                put_text(data, mp, text)
-            for mp in tool_mirrors.get(sid, []):
+        for seg, text in self.replace_texts(data, doc, edits):
+            for mp in tool_mirrors.get(seg.id, []):
                 data[mp[0]][mp[1]] = text  # the structured copy becomes the new text
 
         def record_of(seg: Segment) -> int | None:

@@ -39,7 +39,6 @@ from .base import (
     jsonl_records,
     make_segment,
     plan_drops,
-    put_text,
     record_line,
 )
 
@@ -256,23 +255,19 @@ class CodexFormat(Format):
         doc.state.update(mirrors=mirrors, mirror_records=mirror_records, pairs=calls.pairs)
         return doc
 
+    def mirror_text(self, seg: Segment, path: tuple[str | int, ...], text: str) -> str:
+        # an exec event keeps stdout and stderr apart: the compacted output replaces stdout
+        if seg.kind == SegmentKind.tool_result and path[-1] == "stderr":
+            return ""
+        return text
+
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        mirrors = doc.state.get("mirrors", {})
         mirror_records = doc.state.get("mirror_records", {})
         by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id.get(sid)
-            if seg is None:
-                continue
-            put_text(data, seg.origin, text)
-            for mp in mirrors.get(sid, []):
-                if seg.kind == SegmentKind.tool_result and mp[-1] == "stderr":
-                    put_text(data, mp, "")
-                else:
-                    put_text(data, mp, text)
+        self.replace_texts(data, doc, edits)
 
         def record_of(seg: Segment) -> int | None:
             if seg.origin:

@@ -34,7 +34,6 @@ from .base import (
     jsonl_records,
     make_segment,
     plan_drops,
-    put_text,
     record_line,
 )
 
@@ -187,16 +186,9 @@ class GeminiFormat(Format):
         if edits is None or edits.is_empty():
             return data
         chunks = doc.state.get("chunks", {})
-        mirrors = doc.state.get("mirrors", {})
         by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id.get(sid)
-            if seg is None:
-                continue
-            put_text(data, seg.origin, text)
-            for mp in mirrors.get(sid, []):
-                put_text(data, mp, text)
-            for j in chunks.get(sid, []):
+        for seg, _text in self.replace_texts(data, doc, edits):
+            for j in chunks.get(seg.id, []):
                 data[j]["content"] = ""
 
         def record_of(seg: Segment) -> int | None:

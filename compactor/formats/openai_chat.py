@@ -25,7 +25,6 @@ from .base import (
     make_segment,
     norm_id,
     plan_drops,
-    set_at,
 )
 
 _RETURNCODE = regex.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
@@ -155,14 +154,7 @@ class OpenAIChatFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        mirrors = doc.state.get("mirrors", {})
-        by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id[sid]
-            if seg.origin:
-                set_at(data, seg.origin, text)
-            for mp in mirrors.get(sid, []):
-                set_at(data, mp, text)
+        self.replace_texts(data, doc, edits)
         msgs, base = messages_of(data)
         assert msgs is not None
         dropped_msgs = _fully_dropped(doc, edits.drop, doc.state.get("pairs", []))

@@ -36,7 +36,7 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from . import register
-from .base import CallIndex, Document, Edits, Format, Probe, make_segment, name_of, norm_id, plan_drops, put_text
+from .base import CallIndex, Document, Edits, Format, Probe, make_segment, name_of, norm_id, plan_drops
 
 _V1_KINDS = ("ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
              "UserRejectObservation", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
@@ -403,14 +403,8 @@ class OpenHandsFormat(Format):
         clear = doc.state.get("clear", {})
         base = tuple(doc.state.get("base", ()))
         by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id.get(sid)
-            if seg is None:
-                continue
-            put_text(data, seg.origin, text)
-            for mp in mirrors.get(sid, []):
-                put_text(data, mp, text)
-            for cp in clear.get(sid, []):
+        for seg, _text in self.replace_texts(data, doc, edits):
+            for cp in clear.get(seg.id, []):
                 try:
                     parent = data
                     for key in cp[:-1]:

@@ -28,7 +28,6 @@ from .base import (
     command_from_arguments,
     make_segment,
     plan_drops,
-    put_text,
 )
 
 _STEP_KEYS = ("action", "observation", "content")
@@ -153,11 +152,7 @@ class StepsFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id.get(sid)
-            if seg is not None:
-                put_text(data, seg.origin, text)
+        self.replace_texts(data, doc, edits)
         base = doc.state.get("base", ())
         steps, _ = steps_of(data)
         assert steps is not None

@@ -34,7 +34,6 @@ from .base import (
     make_segment,
     norm_id,
     plan_drops,
-    put_text,
 )
 
 _ROLES = ("system", "user", "assistant", "tool")
@@ -246,15 +245,7 @@ class SweAgentFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        mirrors = doc.state.get("mirrors", {})
-        by_id = {s.id: s for s in doc.segments}
-        for sid, text in sorted(edits.replace.items()):
-            seg = by_id.get(sid)
-            if seg is None:
-                continue
-            put_text(data, seg.origin, text)
-            for mp in mirrors.get(sid, []):
-                put_text(data, mp, text)
+        self.replace_texts(data, doc, edits)
 
         def record_of(seg: Segment) -> int | None:
             return int(seg.origin[1]) if len(seg.origin) > 1 and seg.origin[0] == "history" else None

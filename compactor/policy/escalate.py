@@ -281,7 +281,6 @@ class _Escalation:
         cfg = self.cfg
         forced = cfg.level if isinstance(cfg.level, int) else None
         budget = cfg.budget
-        allowed = forced if forced is not None else 3
         l1_total = self.total(set(), None)
 
         if forced in (None, 1) and (budget is None or l1_total <= budget):
