@@ -83,7 +83,7 @@ def _elidable(lines: list[str], i: int, a: int, b: int) -> bool:
     ln = _body(lines[i])
     if not ln.strip():
         return True
-    if _HEADLINE.search(ln) or _KEYNUM.search(ln):
+    if _HEADLINE.search(ln) or _KEYNUM.search(ln) or _PY_FRAME.match(ln):
         return False
     if _FRAMEISH.match(ln):
         return not _FRAME.search(ln)
