@@ -44,7 +44,14 @@ class _Estimate:
         return wide + (len(text) - wide + 3) // 4
 
 
+_CHUNK = 1 << 20  # texts longer than this are counted in pieces: bounded memory (a token list of a
+# 20 MB text is ~8 M Python ints, ~300 MB)
+
+
 class _Tiktoken:
+    def _count_chunked(self, text: str) -> int:
+        return sum(len(self.enc.encode_ordinary(text[a:b])) for a, b in _split_points(text, _CHUNK // 4))
+
     def __init__(self, enc, name: str):
         self.enc = enc
         self.name = name
@@ -55,11 +62,35 @@ class _Tiktoken:
             return 0
         n = self._cache.get(text)
         if n is None:
-            n = len(self.enc.encode_ordinary(text))
+            n = self._count_chunked(text) if len(text) > _CHUNK else len(self.enc.encode_ordinary(text))
             if len(self._cache) > 50_000:
                 self._cache.clear()
             self._cache[text] = n
         return n
+
+
+def _split_points(text: str, size: int):
+    """Chunk ends at a newline followed by a non-space character: cl100k's pre-tokeniser
+    splits there anyway, so counting chunk by chunk gives the same total."""
+    start = 0
+    n = len(text)
+    while start < n:
+        end = start + size
+        if end >= n:
+            yield start, n
+            return
+        cut = end
+        while cut < n:
+            cut = text.find("\n", cut)
+            if cut == -1 or cut + 1 >= n:
+                cut = n
+                break
+            if not text[cut + 1].isspace():
+                cut += 1
+                break
+            cut += 1
+        yield start, cut
+        start = cut
 
 
 def _cached_file_exists(name: str) -> bool:
