@@ -165,9 +165,8 @@ def cmd_compact(args) -> int:
     from .inputs import make_probe, read_input
     from .formats import read_document
 
-    raw = read_input(source)
-    doc = read_document(make_probe(raw, max_depth=comp.config.max_json_depth), args.format)
-    result = comp.compact(doc)
+    doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
+    result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     text = emit.render(result, args.emit, lang=args.lang)
     out, close = _open_out(args.output)
     try:
