@@ -203,14 +203,8 @@ class AnthropicFormat(Format):
         msgs, _ = messages_of(data)
         assert msgs is not None
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)
-        kept: list[Any] = []
-        for i, msg in enumerate(msgs):
-            if edits.summary and i == insert_at:
-                kept.append(self.make_message("user", edits.summary))
-            if i not in dropped:
-                kept.append(msg)
-        if edits.summary and insert_at is not None and insert_at >= len(msgs):
-            kept.append(self.make_message("user", edits.summary))
+        text = edits.summary
+        kept = self.splice(msgs, dropped, insert_at, (lambda _i: self.make_message("user", text)) if text else None)
         if base:
             data["messages"] = kept
             return data

@@ -373,6 +373,21 @@ class Format:
             applied.append((seg, text))
         return applied
 
+    @staticmethod
+    def splice(items: list[Any], dropped: set[int], insert_at: int | None,
+               summary: Callable[[int], Any] | None) -> list[Any]:
+        """The items without the dropped ones, with ``summary(i)`` (a new message near item i)
+        inserted at ``insert_at`` (appended when that is past the end)."""
+        out: list[Any] = []
+        for i, item in enumerate(items):
+            if summary is not None and i == insert_at:
+                out.append(summary(i))
+            if i not in dropped:
+                out.append(item)
+        if summary is not None and insert_at is not None and insert_at >= len(items):
+            out.append(summary(len(items) - 1))
+        return out
+
     def mirror_text(self, seg: Segment, path: tuple[str | int, ...], text: str) -> str:
         """What a mirror copy of a replaced segment becomes (by default: the same new text)."""
         return text

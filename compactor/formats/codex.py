@@ -281,15 +281,8 @@ class CodexFormat(Format):
         insert_at: int | None = min(dropped) if dropped else None
         if insert_at is None and edits.summary:
             insert_at = next((i for i, r in enumerate(data) if r.get("type") == "response_item"), len(data))
-        out: list[Any] = []
-        for i, rec in enumerate(data):
-            if edits.summary and i == insert_at:
-                out.append(self._summary(data, i, edits.summary))
-            if i not in dropped:
-                out.append(rec)
-        if edits.summary and insert_at is not None and insert_at >= len(data):
-            out.append(self._summary(data, len(data) - 1, edits.summary))
-        return out
+        text = edits.summary
+        return self.splice(data, dropped, insert_at, (lambda i: self._summary(data, i, text)) if text else None)
 
     def _summary(self, data: list[Any], near: int, text: str) -> dict[str, Any]:
         rec = self.make_message("user", text)

@@ -459,17 +459,8 @@ class OpenHandsFormat(Format):
             while insert_at < len(events) and (events[insert_at].get("action") == "system"
                                                or events[insert_at].get("kind") == "SystemPromptEvent"):
                 insert_at += 1
-        kept: list[Any] = []
-        summary = None
-        if edits.summary:
-            summary = self._summary_event(events, edits.summary, insert_at, dropped, v1)
-        for i, e in enumerate(events):
-            if summary is not None and i == insert_at:
-                kept.append(summary)
-            if i not in dropped:
-                kept.append(e)
-        if summary is not None and insert_at is not None and insert_at >= len(events):
-            kept.append(summary)
+        summary = self._summary_event(events, edits.summary, insert_at, dropped, v1) if edits.summary else None
+        kept = self.splice(events, dropped, insert_at, (lambda _i: summary) if summary is not None else None)
         if base:
             data["history"] = kept
             return data

@@ -162,14 +162,8 @@ class StepsFormat(Format):
 
         dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)
-        kept: list[Any] = []
-        for i, item in enumerate(steps):
-            if edits.summary and i == insert_at:
-                kept.append(self.make_message("user", edits.summary))
-            if i not in dropped:
-                kept.append(item)
-        if edits.summary and (insert_at is None or insert_at >= len(steps)):
-            kept.append(self.make_message("user", edits.summary))
+        text = edits.summary
+        kept = self.splice(steps, dropped, insert_at, (lambda _i: self.make_message("user", text)) if text else None)
         if base:
             data["trajectory_so_far"] = kept
             return data
