@@ -246,3 +246,26 @@ def test_tool_output_trimmer_exists_in_this_sdk():
     """The benchmark compares against it: keep the comparison honest if the SDK changes."""
     t = ToolOutputTrimmer(recent_turns=1)
     assert t.max_output_chars == 500 and t.preview_chars == 200
+
+
+def test_filter_benchmark_runs_and_scores_honestly(tmp_path: Path):
+    """``benchmarks/bench_agents_filter.py --quick``: the JSON it writes has every method, the
+    unfiltered input keeps all the gold evidence, and compactor's Level 1 filter keeps at least as
+    much as the SDK's trimmer."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "agents_filter.json"
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_agents_filter.py"), "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    methods = data["aggregate"]["methods"]
+    assert set(methods) == {"none", "ToolOutputTrimmer()", "ToolOutputTrimmer(recent_turns=1)", "trimmer, window forced",
+                            "compactor filter (L1)", "compactor filter @ forced trimmer size"}
+    kept = {k: v["evidence_kept"] for k, v in methods.items()}
+    assert kept["none"][0] == kept["none"][1] > 0
+    assert kept["compactor filter (L1)"][0] >= kept["ToolOutputTrimmer()"][0]
+    assert methods["compactor filter (L1)"]["tokens"] <= methods["none"]["tokens"]
+    assert "| compactor filter (L1) |" in proc.stdout
