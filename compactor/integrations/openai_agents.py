@@ -177,7 +177,7 @@ class CompactorSession(SessionABC):
     """
 
     def __init__(self, session_id: str, path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000):
-        p = Path(path)
+        p = Path(path).expanduser()
         if p.suffix not in (".sqlite", ".sqlite3", ".db"):
             raise StoreError("a session store must be a .sqlite, .sqlite3 or .db file", source=str(p))
         self.session_id = session_id
