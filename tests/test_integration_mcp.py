@@ -120,6 +120,35 @@ def test_trim_log_file_keeps_the_final_error_and_folds_expandably(tmp_path: Path
     _run(main)
 
 
+def test_a_result_too_large_for_a_client_says_how_to_fit_it(tmp_path: Path):
+    """Every line of these outputs is an error (kept verbatim at Level 1): the receipt says the
+    result is over what MCP clients show and how to ask for less; with a budget it fits."""
+    msgs = [{"role": "user", "content": "Fix the build."}]
+    for i in range(12):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function", "function": {
+            "name": "bash", "arguments": json.dumps({"command": f"make module{i}"})}}]})
+        out = "\n".join(f"src/mod{i}/file{j}.c:{j + 10}:5: error: use of undeclared identifier 'sym_{i}_{j}'" for j in range(150))
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": out + "\nmake: *** [Makefile:12: all] Error 2"})
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(msgs), encoding="utf-8")
+
+    async def main():
+        async with Client(build_server()) as client:
+            big = _text(await client.call_tool("compact_transcript_file", {"path": str(path)}))
+            assert "call again with budget=N" in big.splitlines()[0]
+            res = await client.call_tool("compact_transcript_file", {"path": str(path), "budget": 8000})
+            small = _text(res)
+            if res.is_error:  # the protected evidence alone is larger: one line naming the budget that works
+                assert "cannot be met" in small and "raise the budget to at least" in small and "\n" not in small
+            else:
+                receipt = small.splitlines()[0]
+                assert "budget=N" not in receipt
+                assert int(re.match(r"\[compactor: \S+ layout, \d+ -> (\d+)", receipt).group(1)) <= 8000
+                assert "Fix the build." in small
+
+    _run(main)
+
+
 def test_relative_paths_resolve_against_the_root(tmp_path: Path, long_log: Path):
     async def main():
         async with Client(build_server(root=long_log.parent)) as client:

@@ -269,3 +269,51 @@ def test_filter_benchmark_runs_and_scores_honestly(tmp_path: Path):
     assert kept["compactor filter (L1)"][0] >= kept["ToolOutputTrimmer()"][0]
     assert methods["compactor filter (L1)"]["tokens"] <= methods["none"]["tokens"]
     assert "| compactor filter (L1) |" in proc.stdout
+
+
+def test_items_after_the_last_message_survive_any_budget():
+    items = [{"role": "user", "content": TASK}]
+    for i in range(6):
+        items += [{"type": "function_call", "call_id": f"c{i}", "name": "bash", "arguments": '{"command": "npm install"}'},
+                  {"type": "function_call_output", "call_id": f"c{i}", "output": NPM + f"\n# run {i}"}]
+    items.append({"type": "reasoning", "id": "rs_9", "summary": [], "encrypted_content": "opaque"})
+    out, report = compact_items(items, compactor.Compactor(), budget=300, keep_recent=1)
+    assert report.level >= 2 and len(out) < len(items)
+    assert out[-1] == items[-1]
+    assert out[0] == items[0]
+
+
+def test_sessions_on_one_file_take_concurrent_writers(tmp_path: Path):
+    path = tmp_path / "store.sqlite"
+    sessions = [CompactorSession(f"s{k}", path) for k in range(4)]
+
+    async def write(s: CompactorSession, k: int):
+        for j in range(25):
+            await s.add_items([{"role": "user", "content": f"{k}-{j}"}])
+
+    async def main():
+        await asyncio.gather(*(write(s, k) for k, s in enumerate(sessions)))
+
+    asyncio.run(main())
+    for k, s in enumerate(sessions):
+        assert [it["content"] for it in asyncio.run(s.get_items())] == [f"{k}-{j}" for j in range(25)]
+
+
+def test_filter_output_is_identical_across_hash_seeds():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, sys; sys.path.insert(0, 'tests'); import compactor;"
+            "from compactor.integrations.openai_agents import compact_items;"
+            "from test_integration_openai_agents import NPM, TEST, TASK;"
+            "items=[{'role':'user','content':TASK}]+[x for i,c in enumerate(['npm install','npm test']*3) for x in ("
+            "{'type':'function_call','call_id':f'c{i}','name':'bash','arguments':json.dumps({'command':c})},"
+            "{'type':'function_call_output','call_id':f'c{i}','output':{'npm install':NPM,'npm test':TEST}[c]})];"
+            "print(json.dumps([compact_items(items, compactor.Compactor(), keep_recent=1)[0],"
+            "compact_items(items, compactor.Compactor(), budget=400, keep_recent=1)[0]]))")
+    root = Path(__file__).resolve().parents[1]
+    outs = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    assert outs[0].returncode == 0, outs[0].stderr
+    assert outs[0].stdout == outs[1].stdout and "[npm install:" in outs[0].stdout

@@ -39,6 +39,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["INSTRUCTIONS", "build_server", "run_stdio"]
 
+LARGE_RESULT_TOKENS = 20_000  # MCP clients cut long tool results (Claude Code: 25,000 tokens by default)
+
 INSTRUCTIONS = (
     "compactor keeps the evidence of long agent transcripts and CI logs (errors, traces, exit codes, "
     "file:line, numbers, user constraints, failed approaches) verbatim and folds the noise into "
@@ -143,6 +145,8 @@ class _Tools:
         receipt = (f"[compactor: {result.format} layout, {rep.tokens_before} -> {rep.tokens_after} tokens "
                    f"({rep.token_counter}), level {rep.level}, {len(rep.placeholders)} placeholder(s), "
                    f"{len(rep.protected)} protected span(s) kept verbatim")
+        if budget is None and rep.tokens_after > LARGE_RESULT_TOKENS:
+            receipt += f"; still over {LARGE_RESULT_TOKENS} tokens: call again with budget=N to fit a context"
         if rep.exit_signal:
             receipt += "; Level 3 was needed: consider starting a new session"
         receipt += "]"

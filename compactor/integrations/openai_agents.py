@@ -87,8 +87,8 @@ def items_to_chat(items: Sequence[Any]) -> list[dict[str, Any]]:
             pending.append(i)
             continue
         pending = []
-    if pending:
-        chat.append({"role": "assistant", "content": "", _KEY: pending})  # trailing items: kept as they are
+    if pending:  # trailing items: kept as they are, whatever the budget (see _merge_back)
+        chat.append({"role": "assistant", "content": "", _KEY: pending})
     return chat
 
 
@@ -98,6 +98,7 @@ def _merge_back(items: Sequence[Any], before: list[dict[str, Any]], after: list[
     become user messages."""
     by_first = {tuple(m[_KEY]): m for m in before}
     out: list[Any] = []
+    seen: set[int] = set()
     for msg in after:
         idx = msg.get(_KEY) if isinstance(msg, dict) else None
         if not idx:
@@ -106,6 +107,7 @@ def _merge_back(items: Sequence[Any], before: list[dict[str, Any]], after: list[
                 out.append({"role": "user", "content": text})
             continue
         orig = by_first.get(tuple(idx))
+        seen.update(idx)
         for i in idx:
             item = items[i]
             if orig is not None and isinstance(item, dict) and isinstance(msg.get("content"), str) \
@@ -115,6 +117,9 @@ def _merge_back(items: Sequence[Any], before: list[dict[str, Any]], after: list[
                 elif item.get("type") in (None, "message") and isinstance(item.get("content"), str):
                     item = {**item, "content": msg["content"]}
             out.append(item)
+    last = before[-1][_KEY] if before else []
+    if last and before[-1]["role"] == "assistant" and before[-1]["content"] == "" and not set(last) & seen:
+        out.extend(items[i] for i in last)  # items after the last message are never dropped
     return out
 
 
