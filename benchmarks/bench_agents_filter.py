@@ -25,6 +25,9 @@ message (the task), so the trimmer leaves it untouched. To compare at a size whe
 "trimmer, window forced" inserts the trimmer's own boundary by hand: every tool output before
 the last 3 is trimmed with the trimmer's rule (``_trim_function_call_output``, its own code).
 
+Per model call, the run is also replayed: each filter is called on the growing input before
+every model call (after each tool output), one filter instance per run, and timed.
+
     python benchmarks/bench_agents_filter.py            # -> benchmarks/out/agents_filter.json + a table
     python benchmarks/bench_agents_filter.py --quick    # two files (smoke)
 """
@@ -161,7 +164,23 @@ def evaluate_file(entry, count, agent) -> dict[str, Any] | None:
     at_size = CompactorInputFilter(keep_recent=KEEP, budget=max(1, forced))
     score("compactor filter @ forced trimmer size", lambda: call(at_size, items, agent))
     rec["methods"] = methods
+    rec["per_call"] = replay(items, agent)
     return rec
+
+
+def replay(items: list[dict[str, Any]], agent) -> dict[str, list[float]]:
+    """Per-call latency inside a run: the filter is called before every model call (after each
+    tool output), on the growing input, one filter instance per run (as a RunConfig holds it)."""
+    cuts = [i + 1 for i, it in enumerate(items) if it.get("type") == "function_call_output"] or [len(items)]
+    filters = {"ToolOutputTrimmer()": ToolOutputTrimmer(), "compactor filter (L1)": CompactorInputFilter(keep_recent=KEEP)}
+    out: dict[str, list[float]] = {name: [] for name in filters}
+    for k in cuts:
+        prefix = items[:k]
+        for name, f in filters.items():
+            t0 = time.perf_counter()
+            call(f, prefix, agent)
+            out[name].append(time.perf_counter() - t0)
+    return out
 
 
 def aggregate(files: list[dict[str, Any]]) -> dict[str, Any]:
@@ -179,7 +198,13 @@ def aggregate(files: list[dict[str, Any]]) -> dict[str, Any]:
                      "recall": rec, "evidence_kept": [found, total],
                      "files_changed": sum(1 for f in rows if f["methods"][name]["changed"]),
                      "seconds": round(sum(f["methods"][name]["seconds"] for f in rows), 3)}
-    return {"files": len(rows), "tokens_before": before, "methods": out}
+    per_call = {}
+    for name in (rows[0].get("per_call") or {}) if rows else ():
+        xs = sorted(x for f in rows for x in f["per_call"][name])
+        per_call[name] = {"calls": len(xs), "p50_ms": round(1000 * xs[len(xs) // 2], 3),
+                          "p99_ms": round(1000 * xs[min(len(xs) - 1, int(len(xs) * 0.99))], 3),
+                          "total_s": round(sum(xs), 3)}
+    return {"files": len(rows), "tokens_before": before, "methods": out, "per_call": per_call}
 
 
 def table(agg: dict[str, Any]) -> str:
@@ -193,6 +218,10 @@ def table(agg: dict[str, Any]) -> str:
     for name, m in agg["methods"].items():
         lines.append(f"| {name} | {m['files_changed']}/{agg['files']} | {m['tokens']} | {m['saved']} | {m['ratio']}× | "
                      f"{pct(m['evidence_kept'])} | " + " | ".join(pct(m["recall"][c]) for c in cats) + f" | {m['seconds']} |")
+    if agg.get("per_call"):
+        lines += ["", "| per model call, replayed run by run | calls | p50 | p99 | total |", "|---|---:|---:|---:|---:|"]
+        for name, m in agg["per_call"].items():
+            lines.append(f"| {name} | {m['calls']} | {m['p50_ms']} ms | {m['p99_ms']} ms | {m['total_s']} s |")
     return "\n".join(lines)
 
 
