@@ -203,3 +203,23 @@ def test_level2_and_3_messages_round_trip_through_langchain():
     assert [m.type for m in out][0] == "system" and out[-1].type == "human"
     assert "Don't use TypeScript" in text_of(out)
     assert CompactorMiddleware(10_000).compact_messages(lc) is None  # under budget: untouched
+
+
+def test_async_agents_use_the_same_compaction():
+    import asyncio
+
+    def arun(middleware):
+        CALLS.clear()
+        model = RecordingFakeModel(messages=iter(script()), requests=[])
+        agent = create_agent(model, tools=[bash], system_prompt="You are a coding agent.", middleware=middleware)
+        asyncio.run(agent.ainvoke({"messages": [HumanMessage(TASK)]}))
+        return model
+
+    sync_model, _ = run_agent([CompactorMiddleware(1200, keep_recent=1)])
+    async_model = arun([CompactorMiddleware(1200, keep_recent=1)])
+    assert [text_of(r) for r in async_model.requests] == [text_of(r) for r in sync_model.requests]
+    summ = SummarizationMiddleware(model=GenericFakeChatModel(messages=iter([])), trigger=("messages", 8),
+                                   keep=("messages", 2), summarizer=AnchorSummarizer(), trim_tokens_to_summarize=None)
+    m = arun([summ, ContextEditingMiddleware(edits=[Level1Edit(trigger=500, keep=1)])])
+    assert any("## Current working state" in text_of(r) for r in m.requests)
+    assert "pkg-299" not in text_of(m.requests[-1])
