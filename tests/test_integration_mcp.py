@@ -232,3 +232,13 @@ def _plain_compact(store: str) -> str:
 
     res = compactor.Compactor(store=store, keep_recent=1).compact(str(DEMO))
     return json.dumps(res.messages)
+
+
+def test_cli_without_the_sdk_is_a_one_line_error(monkeypatch, capsys):
+    from compactor.cli import main
+
+    monkeypatch.delitem(sys.modules, "compactor.integrations.mcp_server", raising=False)
+    monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as if the extra were not installed
+    assert main(["mcp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'compactor[mcp]'" in err and "Traceback" not in err
