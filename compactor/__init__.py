@@ -39,9 +39,11 @@ from .engine import load_rules
 from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
 from .policy import Decision, should_compact
+from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
 
 __all__ = [
     "Anchor",
+    "Baseline",
     "BudgetError",
     "CompactionResult",
     "Compactor",
@@ -62,14 +64,19 @@ __all__ = [
     "Segment",
     "Span",
     "StoreError",
+    "TrimOptions",
+    "TrimResult",
+    "TrimStats",
     "build_anchor",
     "compact",
     "get_counter",
+    "github_summary",
     "load_document",
     "load_rules",
     "merge",
     "should_compact",
     "to_markdown",
     "to_seed_json",
+    "trim",
     "__version__",
 ]
