@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator
 
 import regex
 
-__all__ = ["FoldRun", "MIN_RUN", "fold_lines", "template_of"]
+__all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summarize", "template_of"]
 
 MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
 MASK_MAX = 1000  # lines longer than this only fold when identical

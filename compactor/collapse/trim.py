@@ -34,7 +34,7 @@ import regex
 from ..detect import Detector
 from ..engine.matchers import TextView
 from ..normalize import normalize_line
-from .fold import short, summarize, template_of
+from .fold import informative, short, summarize, template_of
 from .store import Store
 
 __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "Trimmer", "github_summary",
@@ -394,6 +394,12 @@ class Trimmer:
             for item in head + tail:
                 self._emit(*item)
             return
+        for item in head + tail:  # the summary counts the folded lines only
+            k = shape_key(_body(item[0]))
+            if r.templates.get(k, 0) > 1:
+                r.templates[k] -= 1
+            elif k in r.templates:
+                del r.templates[k]
         merged: Counter = Counter()
         first_last: dict[str, tuple[str, str]] = {}
         # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys only
@@ -405,7 +411,8 @@ class Trimmer:
             else:
                 first_last[t] = (first_last[t][0], r.last[key])
         counts = list(merged.items())
-        top_t = min(counts, key=lambda kv: (-kv[1], kv[0]))[0] if counts else None
+        shown = [kv for kv in counts if informative(kv[0])]
+        top_t = min(shown, key=lambda kv: (-kv[1], kv[0]))[0] if shown else None
         fl = first_last.get(top_t, (None, None))
         body = summarize(counts, fl[0], fl[1], opt.top_templates)
         ref = ""
