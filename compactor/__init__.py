@@ -35,6 +35,7 @@ from .models import (
     Span,
 )
 from .pipeline import Compactor, compact, load_document
+from .collapse.store import default_store_path
 from .engine import load_rules
 from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
@@ -64,6 +65,7 @@ __all__ = [
     "StoreError",
     "build_anchor",
     "compact",
+    "default_store_path",
     "get_counter",
     "load_document",
     "load_rules",

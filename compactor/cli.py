@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common_rules_test(q)
 
     _add_policy_commands(sub)
+    p = sub.add_parser("hook", help="agent hooks: 'compactor hook claude-code --help'", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -318,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import CompactorError
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports
+        from .integrations.cli import hook_main
+
+        return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     try:
         parser = build_parser()
