@@ -194,7 +194,7 @@ class Compactor:
     def _higher_levels(self, state: PipelineState) -> None:
         """Level 2 (anchor) and Level 3 (budget), when the modules providing them are present."""
         try:
-            from .policy.escalate import escalate
+            from .budget.escalate import escalate
         except ImportError:
             return
         escalate(self, state)
@@ -329,7 +329,7 @@ def _levels_available() -> list[int]:
     except ImportError:
         pass
     try:
-        from .policy import escalate as _e  # noqa: F401
+        from .budget import escalate as _e  # noqa: F401
 
         levels.append(3)
     except ImportError:

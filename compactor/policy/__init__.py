@@ -26,7 +26,7 @@ __all__ = [
 
 def __getattr__(name: str):  # lazy: the anchor package is only needed by these
     if name == "escalate":
-        from .escalate import escalate
+        from ..budget.escalate import escalate
 
         return escalate
     if name == "check_state":
@@ -34,7 +34,7 @@ def __getattr__(name: str):  # lazy: the anchor package is only needed by these
 
         return check_state
     if name == "handoff_document":
-        from .handoff import handoff_document
+        from ..budget.handoff import handoff_document
 
         return handoff_document
     if name in ("export_memory", "extract_memory"):
