@@ -297,3 +297,37 @@ def test_settings_snippet_matches_the_readme():
     block = re.search(r"<!-- claude-code-settings -->\s*```json\n(.*?)```", readme, re.S)
     assert block, "README lacks the Claude Code settings snippet"
     assert json.loads(block.group(1)) == cc.settings_snippet("compactor")
+
+
+def test_bad_threshold_setting_fails_open(monkeypatch):
+    monkeypatch.setenv("COMPACTOR_HOOK_MIN_CHARS", "lots")
+    d = payload("post_tool_use_toolu_e2e_2")
+    d["tool_response"] = {"stdout": "x\n" * 20_000, "stderr": "", "interrupted": False, "isImage": False}
+    out, err = run("post-tool-use", d)
+    assert out == "" and "COMPACTOR_HOOK_MIN_CHARS" in err and err.count("\n") == 1
+
+
+def test_small_outputs_are_compacted_above_a_lower_threshold(monkeypatch):
+    monkeypatch.setenv("COMPACTOR_HOOK_MIN_CHARS", "100")
+    lines = [f"Downloading package-{i} (1.{i}.0) ... done" for i in range(60)] + ["ERROR: package-60 not found"]
+    d = payload("post_tool_use_toolu_e2e_2")
+    d["tool_response"] = {"stdout": "\n".join(lines) + "\n", "stderr": "", "interrupted": False, "isImage": False}
+    upd = json.loads(run("post-tool-use", d)[0])["hookSpecificOutput"]["updatedToolOutput"]
+    assert "ERROR: package-60 not found" in upd["stdout"] and "ref c-" in upd["stdout"]
+    assert "persistedOutputPath" not in upd and len(upd["stdout"]) < len(d["tool_response"]["stdout"])
+
+
+def test_hook_fails_open_when_compactor_cannot_load(tmp_path):
+    # a broken install: the hook module's import fails; the agent must not be blocked
+    shim = tmp_path / "shim"
+    (shim / "compactor" / "integrations").mkdir(parents=True)
+    src = Path(cc.__file__).resolve().parents[1]
+    (shim / "compactor" / "__init__.py").write_text("")
+    (shim / "compactor" / "integrations" / "__init__.py").write_text("")
+    (shim / "compactor" / "integrations" / "cli.py").write_text((src / "integrations" / "cli.py").read_text())
+    (shim / "compactor" / "integrations" / "claude_code.py").write_text("raise ImportError('simulated broken install')\n")
+    p = subprocess.run([sys.executable, "-c", "import sys; from compactor.integrations.cli import hook_main; "
+                        "sys.exit(hook_main(['claude-code', 'post-tool-use']))"], input="{}", capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(shim)}, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0 and p.stdout == ""
+    assert "simulated broken install" in p.stderr and "untouched" in p.stderr

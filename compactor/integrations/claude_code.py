@@ -57,7 +57,15 @@ INLINE_LIMIT = 29_000
 CONTEXT_LIMIT = 10_000
 #: outputs shorter than this (characters, stdout + stderr) are left alone unless Claude Code
 #: already cut them (``persistedOutputPath``): Level 1 would save little and the model sees them whole.
-MIN_CHARS = int(os.environ.get("COMPACTOR_HOOK_MIN_CHARS", "8000") or 8000)
+MIN_CHARS = 8000
+
+
+def _min_chars() -> int:
+    raw = os.environ.get("COMPACTOR_HOOK_MIN_CHARS", "")
+    try:
+        return max(0, int(raw)) if raw.strip() else MIN_CHARS
+    except ValueError:
+        raise ValueError(f"COMPACTOR_HOOK_MIN_CHARS={raw[:40]!r} is not a whole number of characters") from None
 #: the instructions printed by PreCompact carry at most this much of the anchor.
 PRECOMPACT_LIMIT = 8_000
 #: full outputs larger than this are not read back (the hook must stay fast); the head/tail
@@ -196,10 +204,11 @@ def post_tool_use(payload: dict[str, Any]) -> dict[str, Any] | None:
             source_note = f"full output: {persisted}"
         else:
             source_note = f"full output (not read back): {persisted}"
-    if not persisted and len(stdout) + len(stderr) < MIN_CHARS:
+    min_chars = _min_chars()
+    if not persisted and len(stdout) + len(stderr) < min_chars:
         raise HookSkip
     new_stdout = _level1(stdout) if stdout.strip() else stdout
-    new_stderr = _level1(stderr) if len(stderr) >= MIN_CHARS else stderr
+    new_stderr = _level1(stderr) if len(stderr) >= min_chars else stderr
     if new_stdout == stdout and new_stderr == stderr and not persisted:
         raise HookSkip  # nothing collapsed: the output stays exactly as Claude Code has it
     ref = source_note or "re-run the command for the full output"

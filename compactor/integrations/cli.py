@@ -11,6 +11,8 @@ import sys
 
 __all__ = ["hook_main"]
 
+EVENTS = ("post-tool-use", "pre-compact", "session-start")
+
 USAGE = """usage: compactor hook claude-code EVENT            (reads the hook payload on stdin)
        compactor hook claude-code install [--user | --project] [--project-dir DIR]
        compactor hook claude-code settings            (print the settings.json snippet)
@@ -36,12 +38,18 @@ def hook_main(argv: list[str]) -> int:
         (sys.stdout if rest else sys.stderr).write(USAGE)
         return 0 if rest else 2
     action, opts = rest[0], rest[1:]
-    from . import claude_code
-
-    if action in claude_code.EVENTS:
+    if action in EVENTS:
         if opts:
             return _usage_error(f"unexpected arguments {' '.join(opts)!r} for {action}")
+        try:
+            from . import claude_code
+        except BaseException as exc:  # noqa: BLE001 - a broken install must not block the agent either
+            sys.stderr.write(f"compactor hook claude-code {action}: cannot load the hook ({type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:200]}); left everything untouched\n")
+            return 0
         return claude_code.run_hook(action)
+    from . import claude_code
+
     if action == "settings":
         sys.stdout.write(json.dumps(claude_code.settings_snippet(claude_code._compactor_exe()), indent=2) + "\n")
         return 0
