@@ -83,16 +83,16 @@ class HookSkip(Exception):
 # ---------------------------------------------------------------------------- helpers
 
 
-def _state_dir() -> Path:
+def _state_dir(host: str = "claude-code") -> Path:
     env = os.environ.get("COMPACTOR_HOOK_DIR")
     if env:
-        return Path(env)
+        return Path(env) if host == "claude-code" else Path(env) / host
     store = os.environ.get("COMPACTOR_STORE")
     if store:
         p = Path(store)
-        return (p.parent if p.suffix else p) / "claude-code"
+        return (p.parent if p.suffix else p) / host
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "compactor" / "claude-code"
+    return Path(base) / "compactor" / host
 
 
 def _store_spec() -> str:
@@ -101,10 +101,10 @@ def _store_spec() -> str:
     return str(default_store_path())
 
 
-def anchor_path(session_id: str) -> Path:
+def anchor_path(session_id: str, host: str = "claude-code") -> Path:
     if not isinstance(session_id, str) or _SESSION_RE.fullmatch(session_id) is None:
         raise ValueError(f"session_id {str(session_id)[:60]!r} is not a safe file name")
-    return _state_dir() / f"{session_id}.anchor.md"
+    return _state_dir(host) / f"{session_id}.anchor.md"
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -246,6 +246,11 @@ def own_records_removed(raw: bytes) -> bytes:
                 rec = json.loads(line)
             except ValueError:
                 rec = None
+            if isinstance(rec, dict) and rec.get("type") in ("response_item", "event_msg"):
+                payload = rec.get("payload")
+                if isinstance(payload, dict) and payload.get("type") in (
+                        "message", "user_message", "agent_message", "hook_output", "hook_completed"):
+                    continue  # Codex rollout: the re-injected anchor as a message or event
             if isinstance(rec, dict):
                 att = rec.get("attachment")
                 if rec.get("type") == "attachment" and isinstance(att, dict) and str(att.get("type", "")).startswith("hook_"):
@@ -258,24 +263,30 @@ def own_records_removed(raw: bytes) -> bytes:
     return b"".join(out)
 
 
-def _anchor_markdown(transcript: str) -> str:
+def _anchor_markdown(transcript: str, fmt: str = "claude-code") -> str:
     from .. import compact, to_markdown
 
     raw = Path(transcript).read_bytes()
-    result = compact(own_records_removed(raw), format="claude-code", level=2, store=_store_spec())
+    result = compact(own_records_removed(raw), format=fmt, level=2, store=_store_spec())
     if result.anchor is None:
         raise RuntimeError("no anchor was built from the transcript")
     return to_markdown(result.anchor)
 
 
-def pre_compact(payload: dict[str, Any]) -> str:
-    """Build and store the anchor; return the instructions for the summariser (stdout)."""
+def store_anchor(payload: dict[str, Any], host: str = "claude-code", fmt: str = "claude-code") -> tuple[str, Path]:
+    """Build the anchor of the payload's transcript and store it for the session: (markdown, path)."""
     transcript = payload.get("transcript_path")
     if not isinstance(transcript, str) or not Path(transcript).is_file():
         raise ValueError(f"transcript_path {str(transcript)[:200]!r} is not a readable file")
-    md = _anchor_markdown(transcript)
-    path = anchor_path(payload.get("session_id", ""))
+    path = anchor_path(payload.get("session_id", ""), host)
+    md = _anchor_markdown(transcript, fmt)
     _atomic_write(path, md)
+    return md, path
+
+
+def pre_compact(payload: dict[str, Any]) -> str:
+    """Build and store the anchor; return the instructions for the summariser (stdout)."""
+    md, path = store_anchor(payload)
     shown = shorten_anchor(md, PRECOMPACT_LIMIT - 600, path)
     return ("compactor (deterministic anchor of this session): the summary must keep the following "
             "verbatim - the user's constraints, the key evidence (exact error lines, file:line, "
@@ -283,10 +294,11 @@ def pre_compact(payload: dict[str, Any]) -> str:
             "open next steps.\n\n" + shown)
 
 
-def session_start(payload: dict[str, Any]) -> dict[str, Any] | None:
+def session_start(payload: dict[str, Any], host: str = "claude-code") -> dict[str, Any] | None:
+    """After compaction (source ``compact``): the stored anchor as ``additionalContext``."""
     if payload.get("source") != "compact":
         raise HookSkip
-    path = anchor_path(payload.get("session_id", ""))
+    path = anchor_path(payload.get("session_id", ""), host)
     try:
         md = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -370,6 +382,16 @@ def settings_snippet(exe: str = "compactor") -> dict[str, Any]:
     }}
 
 
+def codex_hooks_snippet(exe: str = "compactor") -> dict[str, Any]:
+    """The ``hooks.json`` of Codex CLI (in ``$CODEX_HOME``) that carries the anchor across compaction."""
+    q = shlex.quote(exe)
+    return {"hooks": {
+        "PreCompact": [{"hooks": [{"type": "command", "command": f"{q} hook codex pre-compact"}]}],
+        "SessionStart": [{"matcher": "compact", "hooks": [
+            {"type": "command", "command": f"{q} hook codex session-start"}]}],
+    }}
+
+
 def settings_path(scope: str, project_dir: str | os.PathLike[str] | None = None) -> Path:
     if scope == "project":
         return Path(project_dir or os.getcwd()) / ".claude" / "settings.json"
@@ -442,8 +464,25 @@ def install(scope: str = "user", project_dir: str | None = None, exe: str | None
 # ---------------------------------------------------------------------------- entry point
 
 
+def _dispatch(host: str, event: str, payload: dict[str, Any]) -> Any:
+    if host == "codex":
+        if event == "pre-compact":  # Codex reads no instructions from it: store the anchor, print nothing
+            store_anchor(payload, host="codex", fmt="codex")
+            return None
+        if event == "session-start":
+            return session_start(payload, host="codex")
+        raise ValueError(f"unknown Codex hook event {event!r}; expected pre-compact or session-start")
+    if event == "post-tool-use":
+        return post_tool_use(payload)
+    if event == "pre-compact":
+        return pre_compact(payload)
+    if event == "session-start":
+        return session_start(payload)
+    raise ValueError(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
+
+
 def run_hook(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
-             stderr: IO[str] | None = None) -> int:
+             stderr: IO[str] | None = None, host: str = "claude-code") -> int:
     """Run one hook on a JSON payload from ``stdin``. Always exits 0 (fail open)."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
@@ -453,14 +492,7 @@ def run_hook(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = 
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("hook payload is not a JSON object")
-        if event == "post-tool-use":
-            out: Any = post_tool_use(payload)
-        elif event == "pre-compact":
-            out = pre_compact(payload)
-        elif event == "session-start":
-            out = session_start(payload)
-        else:
-            raise ValueError(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
+        out = _dispatch(host, event, payload)
         if out is None:
             return 0
         text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
@@ -471,7 +503,7 @@ def run_hook(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = 
     except BaseException as exc:  # noqa: BLE001 - fail open, whatever happened
         msg = " ".join(str(exc).split())[:300] or type(exc).__name__
         try:
-            stderr.write(f"compactor hook claude-code {event}: {type(exc).__name__}: {msg}; "
+            stderr.write(f"compactor hook {host} {event}: {type(exc).__name__}: {msg}; "
                          f"left the {'tool output' if event == 'post-tool-use' else 'session'} untouched\n")
             stderr.flush()
         except (OSError, ValueError):
