@@ -234,7 +234,8 @@ def compact_record(record: Mapping[str, Any], config: BatchConfig | None = None)
             "output": text,
         }
     except CompactorError as exc:
-        return _error_row(rid, payload, exc.one_line(), exc.exit_code)
+        line = exc.one_line()
+        return _error_row(rid, payload, line if line.startswith(rid) else f"{rid}: {line}", exc.exit_code)
     except RecursionError:
         return _error_row(rid, payload, f"{rid}: input nested too deeply to process", 2)
     except MemoryError:
@@ -258,11 +259,12 @@ def output_name(rel: str, emit: str) -> str:
 
 
 def discover(inputs: Sequence[str], *, exclude_dirs: Sequence[Path] = (), include: Sequence[str] = (),
-             exclude: Sequence[str] = ()) -> list[tuple[Path, str]]:
+             exclude: Sequence[str] = (), exclude_files: Sequence[Path] = ()) -> list[tuple[Path, str]]:
     """Expand files, directories (recursively, hidden entries skipped) and globs into
     ``(path, name)`` pairs, where the name is the path relative to the common root of the
     arguments: unique, and the same whatever order or worker count."""
     skip = {p.resolve() for p in exclude_dirs}
+    skip_files = {p.resolve() for p in exclude_files}
     found: dict[Path, None] = {}
     roots: list[Path] = []
 
@@ -279,7 +281,7 @@ def discover(inputs: Sequence[str], *, exclude_dirs: Sequence[Path] = (), includ
                              and not (b / x).is_symlink())
             for f in sorted(files):
                 p = b / f
-                if not f.startswith(".") and p.is_file() and wanted(p):
+                if not f.startswith(".") and p.is_file() and wanted(p) and p.resolve() not in skip_files:
                     found.setdefault(p.resolve())
 
     for arg in inputs:
@@ -510,7 +512,7 @@ def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchCon
     report_path = Path(report) if report else out / "report.jsonl"
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} exists and is not a directory")
-    found = discover(inputs, exclude_dirs=[out], include=include, exclude=exclude)
+    found = discover(inputs, exclude_dirs=[out], include=include, exclude=exclude, exclude_files=[report_path])
     fingerprint = config.fingerprint()
     previous = _load_previous(report_path) if resume else {}
     tasks: list[FileTask] = []

@@ -308,3 +308,19 @@ def test_emit_kinds_get_distinct_names(tmp_path, capsys):
     assert md.startswith("#") or "##" in md
     assert not (out / "debug-session.openai.json").exists()
     assert sorted(os.listdir(out)) == ["debug-session.openai.json.anchor.md", "report.jsonl"]
+
+
+def test_report_inside_an_input_dir_is_not_an_input(tmp_path, capsys):
+    src = tmp_path / "in"
+    names = _small_inputs(src)
+    args = [str(src), "--out", str(tmp_path / "out"), "--report", str(src / "report.jsonl"), "-q",
+            "--store", str(tmp_path / "s"), "--workers", "1"]
+    assert _batch(args, capsys)[0] == 0
+    assert _batch(args, capsys)[0] == 0
+    assert [e["input"] for e in iter_jsonl(src / "report.jsonl")] == names
+
+
+def test_errors_without_a_source_still_name_the_record():
+    text = (FIX / "demo" / "debug-session.openai.json").read_text(encoding="utf-8")
+    row = compact_record({"id": "runs/a.json", "text": text}, BatchConfig.from_options(level=0, emit="anchor"))
+    assert not row["ok"] and row["error"].startswith("runs/a.json: ") and "anchor" in row["error"]

@@ -23,8 +23,8 @@ import logging
 import os
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..batch import RESULT_COLUMNS, BatchConfig, FileTask, compact_batch, run_file_task, warm
-from ..errors import ConfigError
+from compactor import ConfigError
+from compactor.batch import RESULT_COLUMNS, BatchConfig, FileTask, compact_batch, run_file_task, warm
 
 __all__ = ["CompactBatch", "compact_dataset", "run_file_tasks"]
 
