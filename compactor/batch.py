@@ -19,8 +19,9 @@ not be compacted. A bad record never raises: it comes back with ``ok`` false.
 The only state is a per-process cache of ready :class:`~compactor.Compactor` objects (compiled
 rule catalog, token counter), one per configuration, so a worker or a Ray actor loads the
 catalog once. The output of a record never depends on what the process compacted before it:
-the Level 3 hand-off counter is reset for every record (each record is its own conversation)
-and in-memory placeholder stores are recycled so they cannot grow without bound.
+a compactor whose Level 3 hand-off counter moved is replaced before the next record (each
+record is its own conversation), and in-memory placeholder stores are recycled so they cannot
+grow without bound.
 
 :func:`run` drives ``compactor batch`` (files, directories and globs in; one output per input
 and a JSONL report out; a process pool or Ray; resumable by content hash).
@@ -39,7 +40,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -119,20 +120,23 @@ _WORKERS: dict[str, _Worker] = {}  # per process: config JSON -> ready Compactor
 
 
 def _compactor_for(config: BatchConfig) -> Any:
+    """The ready compactor of this process for ``config``. What a compactor keeps between calls
+    must not reach the next record: the anchor it caches is only ever extended by a conversation
+    that starts with the same segments (and merging equals building), the Level 3 counter is not
+    reset by anything, so a compactor that reached Level 3 is replaced before the next record."""
     key = config.model_dump_json()
     w = _WORKERS.get(key)
-    if w is None or (config.compactor.store is None and w.used >= _RECYCLE_AFTER):
+    if w is None or w.comp.level3_count or (config.compactor.store is None and w.used >= _RECYCLE_AFTER):
         if w is None and len(_WORKERS) >= 8:
             _WORKERS.clear()
         w = _WORKERS[key] = _Worker(compactor.Compactor(config.compactor))
     w.used += 1
-    w.comp.level3_count = 0  # each record is its own conversation
     return w.comp
 
 
 def warm(config: BatchConfig) -> None:
     """Load the rule catalog and token counter of ``config`` in this process now."""
-    _compactor_for(config).level3_count = 0
+    _compactor_for(config)
 
 
 def _payload(record: Mapping[str, Any]) -> tuple[str, Any]:
@@ -505,9 +509,13 @@ class _Progress:
 
 
 def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchConfig, *, workers: int | None = None,
-        engine: Literal["stdlib", "ray"] = "stdlib", resume: bool = True, report: str | None = None,
+        runner: Callable[..., Iterable[dict[str, Any]]] | None = None, resume: bool = True, report: str | None = None,
         include: Sequence[str] = (), exclude: Sequence[str] = (), progress: bool | None = None) -> BatchSummary:
-    """Compact every input file into ``out_dir`` and write the JSONL report; see ``compactor batch``."""
+    """Compact every input file into ``out_dir`` and write the JSONL report; see ``compactor batch``.
+
+    By default a process pool of ``workers`` runs the files (in this process for one worker);
+    ``runner(tasks, config, fingerprint, workers=n)`` replaces it with another engine (such as
+    :func:`compactor.integrations.ray.run_file_tasks`) that yields one report entry per task."""
     out = Path(out_dir)
     report_path = Path(report) if report else out / "report.jsonl"
     if out.exists() and not out.is_dir():
@@ -539,10 +547,8 @@ def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchCon
                 bar.write(f"compactor: {entry['error']}")
             bar.update(size)
 
-        if engine == "ray":
-            from .integrations.ray import run_file_tasks
-
-            for entry in run_file_tasks(tasks, config, fingerprint, workers=n):
+        if runner is not None:
+            for entry in runner(tasks, config, fingerprint, workers=n):
                 done(entry, entry.get("bytes") or 0)
         elif n == 1:
             warm(config)

@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-v", "--verbose", action="store_true")
     _add_common_rules_test(q)
 
+    p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
+    _add_common(p)
+
     _add_policy_commands(sub)
     return parser
 
@@ -131,12 +134,12 @@ def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
 
 
 def _add_policy_commands(sub) -> None:
-    """check / audit / memory: present when the policy package is installed with compactor."""
+    """check / audit / memory: the tools built on the public API."""
     try:
-        from .policy import cli as policy_cli
+        from .tools import cli as tools_cli
     except ImportError:
         return
-    policy_cli.add_commands(sub, _add_common)
+    tools_cli.add_commands(sub, _add_common)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -188,7 +191,7 @@ def cmd_compact(args) -> int:
         options["llm_timeout"] = args.llm_timeout
     comp = _compactor(args, **options)
     source = None if args.input == "-" else args.input
-    from .inputs import make_probe, read_input
+    from .formats.inputs import make_probe, read_input
     from .formats import read_document
 
     doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
@@ -220,7 +223,10 @@ def cmd_batch(args) -> int:
 
         raise ConfigError("--workers must be at least 1")
     config = BatchConfig.from_options(format=args.format, emit=args.emit, **options)
-    summary = run(args.inputs, args.out, config, workers=args.workers, engine=args.engine, resume=not args.no_resume,
+    runner = None
+    if args.engine == "ray":
+        from .integrations.ray import run_file_tasks as runner
+    summary = run(args.inputs, args.out, config, workers=args.workers, runner=runner, resume=not args.no_resume,
                   report=args.report, include=args.include, exclude=args.exclude,
                   progress=False if args.no_progress else None)
     if not args.quiet:
@@ -360,6 +366,17 @@ def cmd_rules(args) -> int:
     return 2
 
 
+def cmd_mcp(args) -> int:
+    try:
+        from .integrations.mcp_server import run_stdio
+    except ImportError as exc:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{exc}") from None
+    run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "compact": cmd_compact,
     "batch": cmd_batch,
@@ -368,6 +385,7 @@ COMMANDS: dict[str, Callable[[Any], int]] = {
     "expand": cmd_expand,
     "formats": cmd_formats,
     "rules": cmd_rules,
+    "mcp": cmd_mcp,
 }
 
 
@@ -384,9 +402,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         handler = COMMANDS.get(args.command)
         if handler is None:
-            from .policy import cli as policy_cli
+            from .tools import cli as tools_cli
 
-            handler = policy_cli.COMMANDS[args.command]
+            handler = tools_cli.COMMANDS[args.command]
         return handler(args)
     except CompactorError as exc:
         if verbose:

@@ -279,6 +279,20 @@ def test_record_output_does_not_depend_on_what_the_worker_did_before():
     a, b, c = compact_batch([{"id": "r", "text": text}] * 3, tight)
     assert a["ok"] and a["level"] == 3, a["error"]
     assert a == b == c
+    # a record that continues another one (the compactor caches the earlier anchor): same result
+    # whichever comes first
+    msgs = json.loads(text)
+    short, full = {"id": "s", "messages": msgs[: len(msgs) // 2]}, {"id": "f", "messages": msgs}
+    as_json = BatchConfig.from_options(emit="json", level=2)
+    x1, y1 = compact_batch([short, full], as_json)
+    y2, x2 = compact_batch([full, short], as_json)
+    import compactor.batch as batch
+
+    alone = []
+    for r in (short, full):
+        batch._WORKERS.clear()  # a fresh process
+        alone.append(compact_record(r, as_json))
+    assert x1 == x2 and y1 == y2 and [x1, y1] == alone and x1["ok"] and y1["ok"]
 
 
 def test_config_is_frozen_validated_and_picklable():

@@ -1,5 +1,16 @@
-"""Adapters to data engines, each behind its own optional extra (``pip install 'compactor[ray]'``).
+"""Glue between compactor's public API and the agent frameworks people already run.
 
-They run :func:`compactor.batch.compact_record` unchanged: the same record gives the same
-bytes in a process pool, in a Ray actor, or in a Spark or Dask worker.
+Each module imports its host package (``mcp``, ``langchain``, ``agents``) itself, so importing
+this package costs nothing and needs none of them:
+
+- :mod:`compactor.integrations.mcp_server`: ``compactor mcp``, an MCP server over stdio
+  (``pip install 'compactor[mcp]'``);
+- :mod:`compactor.integrations.langchain`: a summarizer for ``SummarizationMiddleware``, an edit
+  for ``ContextEditingMiddleware`` and a budget middleware for ``create_agent``
+  (``pip install 'compactor[langchain]'``);
+- :mod:`compactor.integrations.openai_agents`: a ``call_model_input_filter`` and a ``Session``
+  for the OpenAI Agents SDK (``pip install 'compactor[openai-agents]'``);
+- :mod:`compactor.integrations.ray`: ``compact_dataset`` over a Ray Data ``Dataset`` and
+  ``compactor batch --engine ray``, the same :func:`compactor.batch.compact_record` in Ray actors
+  (``pip install 'compactor[ray]'``).
 """
