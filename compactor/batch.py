@@ -35,6 +35,7 @@ import glob
 import hashlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -564,27 +565,33 @@ def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchCon
     return BatchSummary(ordered, report_path, time.perf_counter() - started)
 
 
+def _pool_worker(config: BatchConfig) -> None:
+    # Ctrl-C is the parent's to handle: it stops handing out files and reports what finished
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warm(config)
+
+
 def _pool_run(tasks: list[FileTask], config: BatchConfig, fingerprint: str, n: int, done) -> None:
     from concurrent.futures.process import BrokenProcessPool
 
     # largest first: the long files start early and the pool ends together
     order = sorted(tasks, key=lambda t: (-t.size, t.name))
-    with cf.ProcessPoolExecutor(max_workers=n, initializer=warm, initargs=(config,)) as pool:
+    pool = cf.ProcessPoolExecutor(max_workers=n, initializer=_pool_worker, initargs=(config,))
+    try:
         futures = {pool.submit(run_file_task, t, config, fingerprint): t for t in order}
-        try:
-            for fut in cf.as_completed(futures):
-                t = futures[fut]
-                try:
-                    entry = fut.result()
-                except BrokenProcessPool:
-                    row = _error_row(t.name, None, f"{t.name}: the worker process died (out of memory?); "
-                                                   "run again to resume, with fewer --workers", 1)
-                    entry = _entry(t, row, fingerprint)
-                done(entry, t.size)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+        for fut in cf.as_completed(futures):
+            t = futures[fut]
+            try:
+                entry = fut.result()
+            except BrokenProcessPool:
+                row = _error_row(t.name, None, f"{t.name}: the worker process died (out of memory?); "
+                                               "run again to resume, with fewer --workers", 1)
+                entry = _entry(t, row, fingerprint)
+            done(entry, t.size)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
