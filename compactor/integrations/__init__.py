@@ -12,5 +12,8 @@ them, and hook commands (run on every tool call of an agent) start fast:
   for ``ContextEditingMiddleware`` and a budget middleware for ``create_agent``
   (``pip install 'compactor[langchain]'``);
 - :mod:`compactor.integrations.openai_agents`: a ``call_model_input_filter`` and a ``Session``
-  for the OpenAI Agents SDK (``pip install 'compactor[openai-agents]'``).
+  for the OpenAI Agents SDK (``pip install 'compactor[openai-agents]'``);
+- :mod:`compactor.integrations.ray`: ``compact_dataset`` over a Ray Data ``Dataset`` and
+  ``compactor batch --engine ray``, the same :func:`compactor.batch.compact_record` in Ray actors
+  (``pip install 'compactor[ray]'``).
 """
