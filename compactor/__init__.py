@@ -35,6 +35,7 @@ from .models import (
     Span,
 )
 from .pipeline import Compactor, compact
+from .session import Session
 from .engine import load_rules
 from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
@@ -59,6 +60,7 @@ __all__ = [
     "Report",
     "RuleError",
     "Segment",
+    "Session",
     "Span",
     "StoreError",
     "TriggerDecision",
