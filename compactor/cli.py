@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-v", "--verbose", action="store_true")
     _add_common_rules_test(q)
 
+    p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
+    _add_common(p)
+
     _add_policy_commands(sub)
     return parser
 
@@ -304,6 +307,17 @@ def cmd_rules(args) -> int:
     return 2
 
 
+def cmd_mcp(args) -> int:
+    try:
+        from .integrations.mcp_server import run_stdio
+    except ImportError as exc:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{exc}") from None
+    run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "compact": cmd_compact,
     "trim": cmd_trim,
@@ -311,6 +325,7 @@ COMMANDS: dict[str, Callable[[Any], int]] = {
     "expand": cmd_expand,
     "formats": cmd_formats,
     "rules": cmd_rules,
+    "mcp": cmd_mcp,
 }
 
 

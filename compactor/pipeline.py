@@ -290,7 +290,7 @@ class Compactor:
         meets it again and keeps the Level 1 result with a diagnostic."""
         if state.config.level == 0:
             return
-        from .policy import escalate as esc
+        from .budget import escalate as esc
 
         try:
             state.anchor = esc.full_anchor(state.conversation, state)
@@ -307,7 +307,7 @@ class Compactor:
             state.self_check = plan.self_check
             state.stages.append("budget-kept")
             return
-        from .policy.escalate import escalate
+        from .budget.escalate import escalate
 
         escalate(state.conversation, state)
 

@@ -27,11 +27,20 @@ ROOMS: dict[str, int] = {
     "collapse": 4,             # Level 1, folding, store, streaming trim
     "anchor": 5,               # anchor extraction, merge, rendering
     "audit": 6,                # the self-check
-    "budget": 7, "policy": 7,  # Level 2/3, fitting, hand-off
+    "budget": 7,               # Level 2/3, fitting, hand-off
     "llm": 8,                  # optional LLM refine
     "pipeline": 9, "session": 9,  # the stage list; per-conversation state
-    "tools": 10, "emit": 10,   # tools on the public API; output renderers
-    "__init__": 11, "cli": 11, "__main__": 11,  # the public API and the command line
+    "tools": 10, "emit": 10,   # tools on the pipeline; output renderers
+    "__init__": 11,            # the public API
+    "integrations": 12,        # MCP, LangChain, Agents SDK: built on the public API
+    "cli": 13, "__main__": 13,  # the command line (serves the integrations too)
+}
+
+# Known exceptions, each with the reason and what removes it. The test fails when one is no longer
+# needed, so the list only shrinks.
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("compactor.integrations.mcp_server", "compactor.cli"):
+        "the MCP trim tool runs the CLI's streaming trim in process until compactor.trim() is public",
 }
 
 
@@ -151,14 +160,25 @@ def test_every_module_is_in_a_room():
     assert not missing, f"modules in rooms missing from the rooms map (add them with their floor): {missing}"
 
 
+def _without_known(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    return {src: {dst: line for dst, line in t.items() if (src, dst) not in KNOWN_UPWARD} for src, t in graph.items()}
+
+
+def test_known_exceptions_still_exist():
+    _, graph = _graph()
+    gone = [k for k in KNOWN_UPWARD if k[1] not in graph.get(k[0], {})]
+    assert not gone, f"no longer imported: remove from KNOWN_UPWARD: {gone}"
+
+
 def test_no_import_cycle():
     _, graph = _graph()
-    cycles = _cycles(graph)
+    cycles = _cycles(_without_known(graph))
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
 def test_no_import_runs_up_the_rooms():
     mods, graph = _graph()
+    graph = _without_known(graph)
     bad = []
     for src, targets in sorted(graph.items()):
         for dst, line in sorted(targets.items()):

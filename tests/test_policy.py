@@ -10,8 +10,8 @@ import pytest
 import compactor
 from compactor import BudgetError, Compactor
 from compactor.tools import TriggerDecision, should_compact
-from compactor.policy.escalate import plan_units
-from compactor.policy.handoff import handoff_document
+from compactor.budget.escalate import plan_units
+from compactor.budget.handoff import handoff_document
 from compactor.audit.selfcheck import check_state, protected_spans, run_selfcheck
 
 TRACE = (
@@ -548,7 +548,7 @@ def test_per_turn_compaction_equals_fresh_build(tmp_path):
 
 
 def test_anchor_failure_keeps_level1_with_a_diagnostic(comp, monkeypatch):
-    import compactor.policy.escalate as esc
+    import compactor.budget.escalate as esc
 
     def boom(*a, **k):
         raise RuntimeError("anchor exploded")

@@ -114,7 +114,8 @@ def _record(seg_id: str) -> str:
 
 class _Escalation:
     def __init__(self, compactor, state, full: Anchor):
-        from ..anchor import fit_budget, to_markdown
+        from ..anchor import to_markdown
+        from .anchor_fit import fit_budget
 
         self.comp = compactor
         self.state = state
@@ -226,7 +227,7 @@ class _Escalation:
         critical items (binary search on the room ``fit_budget`` accepts). None if not even that
         renders."""
         dropped = {sid for u in self.units if not u.pinned for sid in u.ids}
-        from ..anchor import anchor_tokens
+        from .anchor_fit import anchor_tokens
 
         hi = anchor_tokens(self.summary_anchor(dropped), self.counter, lang=self.lang) + 1
         lo = 1
@@ -323,7 +324,7 @@ class _Escalation:
             for u in order[:-1]:
                 dropped |= set(u.ids)
             a = self.summary_anchor(dropped)
-            from ..anchor import anchor_tokens
+            from .anchor_fit import anchor_tokens
 
             room = max(1, anchor_tokens(a, self.counter, lang=self.lang) // 2)
             try:
