@@ -166,7 +166,7 @@ def catalog_dir() -> Path | None:
 def _catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
     import hashlib
 
-    from .. import __version__
+    from ..version import __version__
 
     h = hashlib.sha256()
     h.update(f"compactor {__version__} catalog {CATALOG_VERSION}\0".encode())
