@@ -139,13 +139,22 @@ class Level1:
                  step_id: str | None = None, command: str | None = None, exit_code: int | None = None,
                  collapse: bool = True) -> SegmentOutcome:
         norm, view, det = self.detect(text, role=role, segment_id=segment_id, step_id=step_id)
+        return self.collapse_detected(text, norm, det, lines=view.lines, role=role, segment_id=segment_id,
+                                      command=command, exit_code=exit_code, collapse=collapse)
+
+    def collapse_detected(self, text: str, norm: str, det, *, lines: list[str] | None = None, role: str = "tool",
+                          segment_id: str | None = None, command: str | None = None,
+                          exit_code: int | None = None, collapse: bool = True) -> SegmentOutcome:
+        """Level 1 of a text whose detection (``det`` on its normalised text ``norm``) is already
+        known: the pipeline detects once and reuses the result when the collapse decision changes."""
         spans = list(det.spans)
         out = SegmentOutcome(text, False, spans, [], list(det.diagnostics))
         if not collapse:
             return out
         if det.protect_all:
             return out
-        lines = view.lines
+        if lines is None:
+            lines = norm.split("\n")
         orig_lines = text.split("\n")
         if len(orig_lines) != len(lines):  # cannot map back exactly: store normalised lines
             orig_lines = lines
