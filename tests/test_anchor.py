@@ -144,7 +144,16 @@ def check_common(a: Anchor, segments) -> None:
     assert len(ids) == len(set(ids))
     assert all(re.fullmatch(r"[a-z]{2}-[0-9a-f]{16}", i) for i in ids)
     assert len({f.path for f in a.files_touched}) == len(a.files_touched)
-    assert a.next_action_hint.startswith("Consider")
+    # the hint is the first pending next step or the last open question, never a template
+    pending = [n.text for n in a.next_steps if n.status == "pending"]
+    open_q = [q.text for q in a.open_questions if q.status == "open"]
+    assert not a.next_action_hint.startswith("Consider continuing")
+    if pending:
+        assert pending[0].startswith(a.next_action_hint.rstrip("…"))
+    elif open_q:
+        assert open_q[-1].startswith(a.next_action_hint.rstrip("…"))
+    else:
+        assert a.next_action_hint == ""
 
 
 def check_starship(a: Anchor, segments) -> None:
@@ -211,9 +220,13 @@ def check_refactor(a: Anchor, segments) -> None:
     assert files["/repo/docs/api.md"].unfinished
     assert [f.path for f in a.files_touched if f.unfinished] == ["/repo/docs/api.md"]
     pending = [n.text for n in a.next_steps if n.status == "pending"]
-    assert pending == ["update docs/api.md to the new module path", "add a CHANGELOG entry for the deprecation"]
-    failed = [c for c in a.changes_made if c.status == "failed"]
-    assert len(failed) == 1 and failed[0].files == ["/repo/docs/api.md"]
+    assert pending == ["update docs/api.md to the new module path", "add a CHANGELOG entry for the deprecation",
+                       "resolve the live failure: No replacement was performed, old_str `acme.utils.http.Session` "
+                       "did not appear verbatim in /repo/docs/api.md."]
+    # the rejected edit changed nothing: a failed attempt, not a change
+    assert not any("/repo/docs/api.md" in c.files for c in a.changes_made)
+    failed = [f for f in a.failed_attempts if "/repo/docs/api.md" in f.command]
+    assert len(failed) == 1 and "did not appear verbatim" in failed[0].error
 
 
 def check_requirements(a: Anchor, segments) -> None:
@@ -468,7 +481,9 @@ def test_unfinished_file_and_stale_read():
     a = build_anchor(segs)
     f = a.files_touched[0]
     assert (f.path, f.actions, f.read_superseded, f.unfinished) == ("/w/app.py", ["read", "modified"], True, True)
-    assert a.changes_made[0].status == "failed"
+    # an edit the tool rejected changed nothing: it is a failed attempt, not a change
+    assert a.changes_made == []
+    assert [f.command for f in a.failed_attempts] == ["str_replace /w/app.py"]
     assert "/w/app.py" in a.next_action_hint
 
 
