@@ -39,7 +39,7 @@ from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
 from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
-from .files import call_effects
+from .files import call_effects, looks_like_file
 
 __all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
 
@@ -93,6 +93,9 @@ _ISSUE_BLOCK = C.regex.compile(
     r"<(issue_description|pr_description|issue)>.*?(?:</\1>|\Z)|^ISSUE:\n.*?(?=^INSTRUCTIONS:|\Z)", C.regex.S | C.regex.M)
 
 
+_REQUIREMENT = C.regex.compile(
+    r"\b(?:must(?: not)?|mustn't|shall not|should not|shouldn't|is required|are required|has to|have to|"
+    r"keep\b[^!?\n]{0,80}?\bworking|without (?:breaking|changing)|do not (?:change|modify|break|touch))\b", C.regex.I)
 _ANALYSIS = C.regex.compile(
     r"\b(?:would|could|might|I believe|I think|I found|I guess|it seems|seems to|probably|perhaps|maybe|"
     r"suggestions?|possibilit(?:y|ies)|for example|e\.g\.|such as|motivating|when debugging|we never)\b", C.regex.I)
@@ -108,6 +111,48 @@ def _own_words(text: str) -> tuple[str, str]:
         issue = "\n".join(x.group(0) for x in _ISSUE_BLOCK.finditer(own))
         own = _ISSUE_BLOCK.sub("\n", own)
     return own, issue
+
+
+_EDITOR_VERB = C.regex.compile(r"^(view|create|str_replace|insert|undo_edit)\s+(\S+)\s*$")
+_EDITOR_NAMES = frozenset({"str_replace_editor", "file_editor", "edit_file", "editor", "str_replace_based_edit_tool"})
+
+
+def _editor_verb_call(eff, tool: str, command: str, raw: str) -> None:
+    """An editor call whose reader kept only "<verb> <path>" as its command and the new text as
+    its body (OpenHands v0): a view reads the file, the other verbs change it."""
+    if tool.lower() not in _EDITOR_NAMES:
+        return
+    m = _EDITOR_VERB.match(command.strip())
+    if not m:
+        return
+    verb, path = m.group(1), m.group(2)
+    eff.commands = 1
+    if verb == "view":
+        eff.kind = "read"
+        if looks_like_file(path):
+            eff.add(path, "read")
+        eff.action = f"view {path}"
+        return
+    eff.kind = "edit"
+    eff.add(path, "write" if verb == "create" else "modify")
+    eff.action = f"{verb} {path}"
+    body = raw.strip() if raw.strip() != command.strip() and raw.strip() != path else ""
+    if body:
+        eff.detail = f"{verb}: `{shorten(body, 300)}`"
+
+
+_COMMIT_MSG = C.regex.compile(r"\bgit\b[^\n]*\bcommit\b[^\n]*?(?:-m\s+(?:\"\$\(cat <<-?\s*'?(\w+)'?\n(.+?)\n|([\"'])(.+?)\3))", C.regex.S)
+
+
+def _commit_message(command: str) -> str:
+    """The first line of the message of a ``git commit -m`` in a command (here-document too)."""
+    if "commit" not in command:
+        return ""
+    m = _COMMIT_MSG.search(command[:20_000])
+    if not m:
+        return ""
+    msg = m.group(2) if m.group(2) is not None else (m.group(4) or "")
+    return shorten(msg.strip().split("\n", 1)[0], 120)
 
 
 def _finish_message(text: str) -> str:
@@ -514,7 +559,7 @@ class _State:
                     self._add_constraint(s, step)
         # a pasted issue: its author's requirements bound the solution, its analysis does not
         for s in sentences(prose_of(issue)):
-            if cons.search(s) and not _ANALYSIS.search(s):
+            if _REQUIREMENT.search(s) and not _ANALYSIS.search(s):
                 self._add_constraint(s, step)
         if initial:
             iid = self._add_intent("initial", _condense_request(text), step)
@@ -661,6 +706,12 @@ class _State:
             self.finished = True
             self._final_message(_finish_message(seg.command or raw), step)
         eff = call_effects(seg.tool_name, raw, seg.command, self.open_file)
+        if seg.command and not eff.ops and eff.kind in ("other", "shell"):
+            _editor_verb_call(eff, seg.tool_name or "", seg.command, raw)
+        if eff.state_change or eff.kind == "shell":
+            msg = _commit_message(seg.command or raw)
+            if msg:
+                eff.action = f"{eff.action} — commit “{msg}”"
         if eff.open_file is not None:
             self.open_file = eff.open_file
         writes: list[tuple[str, str]] = []
@@ -751,7 +802,7 @@ class _State:
         key = _command_key(command, kind, pc)
         # evidence only from lines that are not a file's content, a listing or the tool's framing
         ev_spans = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES and sp.family != "exit-code"
-                    and sp.text.strip() and _span_is_evidence(sp, view)]
+                    and sp.text.strip() and not _LABEL_ONLY.match(sp.text.strip()) and _span_is_evidence(sp, view)]
         flagged = seg.is_error is True or (seg.exit_code is not None and seg.exit_code != 0)
         head = text[:4000]
         m_fail = C.EDIT_FAILED.search(head) if kind in ("edit", "read") else None
@@ -1122,7 +1173,9 @@ def _error_line(head: str, view: View, ev_spans: Sequence[Span], m_fail, kind: s
             return m.group(0)
     if ev_spans and kind not in ("edit", "read"):
         best = min(ev_spans, key=lambda sp: (_FAMILY_RANK.get(sp.family, 9), sp.start))
-        return _first_error_line(best.text)
+        line = _first_error_line(best.text)
+        if line and not _LABEL_ONLY.match(line):
+            return line
     lines = head.split("\n")
     cands = [ln.strip() for i, ln in enumerate(lines) if ln.strip() and view.evidence_ok(i)
              and not _WRAPPER_RE.match(ln.strip()) and not _LABEL_ONLY.match(ln.strip())]
