@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from compactor.anchor.render import render_lines
 from compactor.anchor import (
     SEED_FIELDS,
     anchor_tokens,
@@ -25,6 +26,7 @@ from compactor.anchor import (
     fit_budget,
     merge,
     to_markdown,
+    to_json,
     to_seed_json,
 )
 from compactor.errors import BudgetError
@@ -514,7 +516,13 @@ def test_markdown_layouts(comp, name):
     en = to_markdown(a, "en")
     pos = _heading_order(en, EN_HEADINGS)
     assert pos == sorted(pos)
-    assert "Next action (hint, not binding)" in en and "下一步建议（不具约束力）" in zh
+    # the hint is shown once: as its next step or open question, or as a hint row of its own
+    hint = a.next_action_hint.rstrip("…")
+    if hint:
+        assert en.count(hint) == 1 and zh.count(hint) == 1
+    # English and Chinese render the same items, each once
+    en_ids = [i for _, i, _ in render_lines(a, "en") if i]
+    assert en_ids == [i for _, i, _ in render_lines(a, "zh") if i] and len(en_ids) == len(set(en_ids))
     for e in a.key_evidence:  # verbatim in both
         for line in e.text.split("\n"):
             assert line.strip() in en and line.strip() in zh
@@ -533,9 +541,13 @@ def test_seed_json_shape(comp):
     assert all(set(d) == {"decision", "reason"} for d in seed["decisions_made"])
     assert all(isinstance(x, str) for x in seed["open_questions"] + seed["dead_ends"])
     assert isinstance(seed["next_action_hint"], str)
-    for extra in ("intent", "changes_made", "key_evidence", "user_constraints", "files_touched", "next_steps"):
-        assert extra in seed
+    assert list(seed) == list(SEED_FIELDS)  # exactly seed 000's fields
     json.dumps(seed)  # plain JSON
+    full = to_json(a)  # the canonical JSON: every section once
+    for extra in ("intent", "changes_made", "key_evidence", "user_constraints", "files_touched", "next_steps"):
+        assert extra in full
+    for dup in ("facts", "decisions", "questions", "dead_ends", "objective_state", "next_action_hint"):
+        assert dup not in full
 
 
 # --------------------------------------------------------------------------- budget
