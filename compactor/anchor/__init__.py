@@ -16,14 +16,14 @@ Public API:
   001's Chinese layout; each shows every item once;
 - :func:`bound_anchor` — the default size bound (2,000 tokens), filled by priority;
 - :func:`continuation_check` — ask the anchor the continuation questions, back-fill the answers it
-  lacks from the trajectory;
-- :func:`fit_budget` / :func:`anchor_tokens` — fit the anchor into a token budget.
+  lacks from the trajectory.
+
+Fitting the anchor into a token budget (Level 3) lives in :mod:`compactor.budget`.
 """
 
 from __future__ import annotations
 
 from .bound import DEFAULT_MAX_TOKENS, bound_anchor
-from .budget import anchor_tokens, fit_budget
 from .build import EVIDENCE_FAMILIES, build_anchor, merge
 from .continuation import QUESTIONS, continuation_check
 from .render import SEED_FIELDS, to_json, to_markdown, to_seed_json
@@ -33,11 +33,9 @@ __all__ = [
     "EVIDENCE_FAMILIES",
     "QUESTIONS",
     "SEED_FIELDS",
-    "anchor_tokens",
     "bound_anchor",
     "build_anchor",
     "continuation_check",
-    "fit_budget",
     "merge",
     "to_json",
     "to_markdown",
