@@ -51,6 +51,7 @@ _MAX_LINE_FACTS = 6
 _MAX_FACT_SCAN = 400_000  # characters of one tool output scanned for facts
 _FACT_EDGE_LINES = 200  # lines of a long output's head and tail scanned for structured facts
 _REQUEST_CHARS = 300
+_TASK_CHARS = 400  # a long task statement: its first meaningful lines up to this many characters
 
 
 def build_anchor(segments: Sequence[Segment], spans: Iterable[Span] = (), *, objective: str | None = None) -> Anchor:
@@ -195,9 +196,15 @@ def _condense_request(text: str) -> str:
     lines = _meaningful_lines(t, 8)
     if lines and len(lines[0]) <= 100 and not lines[0].endswith((".", "。", ":", "：")) and not _ASK.search(lines[0]):
         return shorten(lines[0], _REQUEST_CHARS)  # an issue title
-    ask = next((ln for ln in lines if _ASK.search(ln)), None)
+    ask = next((i for i, ln in enumerate(lines) if _ASK.search(ln)), None)
     if ask is not None:
-        return shorten(ask, _REQUEST_CHARS)
+        # the request and the lines that detail it, up to a bound
+        out = lines[ask]
+        for ln in lines[ask + 1:]:
+            if len(out) + 1 + len(ln) > _TASK_CHARS:
+                break
+            out += " " + ln
+        return shorten(out, _TASK_CHARS)
     kept = lines[:1]
     if kept and len(kept[0]) < 25 and len(lines) > 1:
         kept.append(lines[1])
@@ -336,6 +343,18 @@ class _State:
             if eid not in ids:
                 ids.append(eid)
         return eid
+
+    def _dedupe_evidence(self, step: str) -> None:
+        """An earlier one-line error that a failed attempt already carries verbatim is not shown
+        again as evidence: the newest failure's line stays (it is the live one)."""
+        errors = [f.error for f in self.failed.values() if f.error]
+        if not errors:
+            return
+        for eid, e in list(self.evidence.items()):
+            t = e.text.strip()
+            if e.source_step != step and "\n" not in t and e.family != "verification" \
+                    and any(t == err or t in err.split(" … ") for err in errors):
+                del self.evidence[eid]
 
     def _verification(self, line: str, step: str, key: str) -> None:
         """The newest passing check of a command (tests passed, the reproduction now succeeds)."""
@@ -796,6 +815,9 @@ class _State:
     def _result(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
         pc = self._match_call(seg)
+        if (seg.tool_name or "").lower() in _FINISH_TOOLS:
+            self._final_message(text, step)
+            return  # the agent's closing message echoed back: not an observation of the environment
         kind = pc.kind if pc is not None else "other"
         command = seg.command or (pc.action if pc is not None else "") or ""
         view = classify(text, command=command, tool=seg.tool_name)
@@ -844,11 +866,15 @@ class _State:
             for sp in ev_spans:
                 self._evidence(sp, step, key)
             if not ev_spans and line and kind in ("edit", "read") or (timed_out and line):
-                # an editor's or the harness's own error message is the evidence of this failure
+                # an editor's or the harness's own error message is the evidence of this failure;
+                # earlier ones of that kind live on in their failed attempts, not here twice
+                for eid in [e.id for e in self.evidence.values() if e.rule_id == "anchor.tool-error"]:
+                    del self.evidence[eid]
                 self._evidence(Span(rule_id="anchor.tool-error", family="error", segment_id=seg.id, start=0,
                                     end=len(line), line_start=1, line_end=1, text=line, step_id=step), step, key)
             if not _expected_failure(command, line):
                 self._add_failed_attempt(seg, pc, line, step, key)
+                self._dedupe_evidence(step)
         else:
             self.last_result_error = False
             self._resolve(key, step, module=_installed_module(command))
