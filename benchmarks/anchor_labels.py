@@ -47,7 +47,7 @@ QUESTIONS = {
     "task": ("intent",),
     "files": ("changes",),
     "failed": ("failed_attempts", "excluded_approaches"),
-    "live_error": ("key_evidence",),
+    "live_error": ("live_errors",),
     "constraints": ("user_constraints",),
     "next": ("next_steps", "open_questions"),
 }
@@ -90,7 +90,7 @@ def _item_text(obj: Any) -> str:
 
 def anchor_pools(a) -> dict[str, list[tuple[str, bool]]]:
     """Per section: (item text, active) for every item the anchor presents."""
-    pools: dict[str, list[tuple[str, bool]]] = {s: [] for s in SECTIONS}
+    pools: dict[str, list[tuple[str, bool]]] = {s: [] for s in SECTIONS + ("live_errors",)}
     it = a.intent
     seen: set[str] = set()
     for t in (it.initial, it.current):
@@ -117,6 +117,8 @@ def anchor_pools(a) -> dict[str, list[tuple[str, bool]]]:
         pools["excluded_approaches"].append((_item_text(x), x.status == "excluded"))
     for e in a.key_evidence:
         pools["key_evidence"].append((_item_text(e), getattr(e, "status", "live") == "live"))
+        if e.family != "verification":
+            pools["live_errors"].append((_item_text(e), getattr(e, "status", "live") == "live"))
     for q in a.open_questions:
         if q.status == "open":
             pools["open_questions"].append((_item_text(q), True))
@@ -168,7 +170,7 @@ def score_one(label: dict, pools: dict[str, list[tuple[str, bool]]]) -> dict[str
         if q not in label.get("continuation", {}):
             continue
         ans = label["continuation"][q]
-        texts = [t for s in secs for t, act in pools[s] if act]
+        texts = [t for s in secs for t, act in pools[s] if act or q == "failed"]
         if ans is None:
             ok = not texts
         else:

@@ -216,6 +216,10 @@ class Compactor:
         redacted: dict[str, int] = {}
         summary = state.summary
         anchor = state.anchor
+        if anchor is not None and state.config.anchor_max_tokens:
+            from .anchor import bound_anchor  # the anchor's default size bound, filled by priority
+
+            anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self.counter.count, lang=state.config.lang)
         if state.config.redact:
             from .secrets import Redactor
 

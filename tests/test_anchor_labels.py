@@ -50,3 +50,41 @@ def test_labels_are_verbatim_and_well_formed(path):
 def test_there_is_a_held_out_part():
     splits = [json.loads(p.read_text(encoding="utf-8"))["split"] for p in LABEL_FILES]
     assert splits.count("heldout") >= 3 and splits.count("dev") >= 6
+
+
+# --------------------------------------------------------------------------- quality thresholds
+
+
+@pytest.fixture(scope="module")
+def scored():
+    if not AL.CORPUS.is_dir():
+        pytest.skip("../shared/corpus not available")
+    return AL.run("all")
+
+
+def test_precision_per_section_and_recall_of_must_haves(scored):
+    """At least 90 % precision in every section and 90 % recall of the must-have items, on the
+    whole label set (the held-out part included)."""
+    low = {sec: round(v["precision"], 3) for sec, v in scored["sections"].items() if v["precision"] < 0.9}
+    assert not low, f"sections under 90 % precision: {low}"
+    assert scored["recall"] >= 0.9, f"must-have recall {scored['found']}/{scored['must']}"
+
+
+def test_continuation_questions(scored):
+    assert scored["questions"] >= 0.9, f"{scored['questions_answered']}/{scored['questions_total']}"
+
+
+def test_default_anchor_is_at_most_2000_tokens_on_every_corpus_trajectory(corpus):
+    from compactor import compact
+    from compactor.anchor import to_markdown
+    from compactor.tokens import get_counter
+
+    count = get_counter().count
+    sizes = {}
+    for layout in ("aider", "claude-code", "codex-rollout", "mini-swe-agent", "openhands-v0", "openhands-v1",
+                   "swe-agent"):
+        for p in sorted((corpus / layout).iterdir()):
+            a = compact(str(p)).anchor
+            sizes[p.name] = (count(to_markdown(a, "en")), count(to_markdown(a, "zh")))
+    over = {k: v for k, v in sizes.items() if max(v) > 2000}
+    assert len(sizes) >= 11 and not over, over

@@ -484,9 +484,7 @@ def escalate(compactor, state) -> None:
     dropped, summary, level = set(state.dropped), state.summary, state.level
     try:
         full = full_anchor(compactor, state)
-        from ..anchor import bound_anchor
-
-        state.anchor = bound_anchor(full, cfg.anchor_max_tokens, compactor.counter.count, lang=cfg.lang)
+        state.anchor = full
         state.stages.append("anchor")
         _Escalation(compactor, state, full).run()
     except CompactorError:
