@@ -884,6 +884,16 @@ class _State:
                     self._verification(ok, step, key)
         if view.kind == "diff" and not failed:
             self._applied_diff(text, step, seg.tool_name or "")
+        if "Applied edit to " in text:
+            # a chat tool's edit (aider): the file it reports as edited changed
+            for m in _APPLIED_EDIT.finditer(text[:200_000]):
+                p = self._canon(m.group(1))
+                desc = f"modified {p} (edit applied by the tool)"
+                cid = item_id("ch", desc, step)
+                if cid not in self.changes:
+                    self.changes[cid] = ChangeMade(id=cid, source_step=step, description=desc, files=[p],
+                                                   tool=seg.tool_name or "", status="applied")
+                self._touch(p, "modified", step)
         if not failed and _PASS_RESOLVES and self.evidence:
             passing = [e for e in self.evidence.values() if e.family == "verification" and e.source_step == step]
             if passing:
@@ -1104,6 +1114,7 @@ def _command_key(command: str, kind: str, pc: PendingCall | None) -> str:
 
 
 _PASS_RESOLVES = True
+_APPLIED_EDIT = C.regex.compile(r"^Applied edit to (\S+?)\s*$", C.regex.M)
 _SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command", "Bash"})
 _DIFF_FILE = C.regex.compile(r"^\+\+\+ (\S+)|^--- (\S+)")
 _HUNK = C.regex.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
