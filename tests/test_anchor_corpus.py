@@ -274,6 +274,16 @@ def test_files_touched_match_tool_calls(corpus, compactor, rel):
             exp_all.add(m.group(2))
             if m.group(1) != "view":
                 exp_written.add(m.group(2))
+    for s in doc.segments:
+        # a Python script written by a here-document and run in the same command line writes the
+        # files it opens for writing
+        cmd = s.command or ""
+        if s.kind == SegmentKind.tool_call and "<<" in cmd:
+            for m in re.finditer(r"cat > (\S+\.py) << '?(\w+)'?\n(.*?)\n\2", cmd, re.S):
+                if re.search(r"python\S* " + re.escape(m.group(1)), cmd[m.end():]):
+                    for w in re.finditer(r"open\('([^']+)', '[wa]'", m.group(3)):
+                        exp_all.add(w.group(1))
+                        exp_written.add(w.group(1))
     for s in doc.segments:  # an editor's diff names the file it wrote
         if s.kind == SegmentKind.tool_result and s.text.startswith("--- ") and "\n+++ " in s.text:
             target = s.text.split("\n+++ ", 1)[1].split("\n", 1)[0].split("\t", 1)[0].strip()

@@ -156,6 +156,27 @@ def _commit_message(command: str) -> str:
     return shorten(msg.strip().split("\n", 1)[0], 120)
 
 
+def _revises(prev: IntentItem | None, text: str) -> bool:
+    """A request that starts like the previous one (the user re-asking, then extending it): the
+    previous wording stays part of the intent."""
+    if prev is None:
+        return False
+    a, b = squash(prev.text), squash(text)
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    if a == b or n < 8:
+        return False
+    if n >= len(a.rstrip(" .。?？!！")):
+        return True  # the new request extends the previous one
+    return n >= 16 and n * 10 >= len(a) * 6 and not _REPLACES.search(b[n:])
+
+
+_REPLACES = C.regex.compile(r"(?i)\b(?:instead|rather than|not|no longer)\b|而不是|改成|改为|换成|不要")
+
+
 def _finish_message(text: str) -> str:
     t = text.strip()
     if t.startswith("{"):
@@ -642,8 +663,8 @@ class _State:
             self.intent[new_id] = self.intent.pop(new_id).model_copy(update={"source_step": step})
         else:
             self._add_intent("request", req_text, step)
-        if prev and prev != new_id and C.ADDITIVE.search(lead):
-            pass  # "also do Y": the earlier request stays open beside the new one
+        if prev and prev != new_id and (C.ADDITIVE.search(lead) or _revises(self.intent.get(prev), req_text)):
+            pass  # "also do Y", or the same request asked again more precisely: the earlier one stays open
         elif prev and prev != new_id:
             self._set_intent_status(prev, "done" if finished else "superseded")
             for iid, it in list(self.intent.items()):

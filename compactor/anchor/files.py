@@ -489,9 +489,27 @@ def shell_effects(cmd: str, eff: CallEffects | None = None) -> CallEffects:
     for words in _simple_commands(_tokens(body)):
         eff.commands += 1
         _simple(words, eff)
+    if "<<" in cmd and "open(" in cmd:
+        _script_writes(cmd, body, eff)
     if eff.kind == "shell" and eff.ops and not eff.state_change and all(op == READ for _, op in eff.ops):
         eff.kind = "read"
     return eff
+
+
+_HEREDOC_SCRIPT = regex.compile(r"cat\s*>\s*(\S+\.py)\s*<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n(.*?)\n\2\s*(?:\n|$)", regex.S)
+_OPEN_WRITE = regex.compile(r"""open\(\s*['"]([^'"\n]{1,200})['"]\s*,\s*['"][wax]b?\+?['"]""")
+
+
+def _script_writes(cmd: str, rest: str, eff: CallEffects) -> None:
+    """A Python script written by a here-document and run in the same command line writes the
+    files it opens for writing (``replace_line.py`` editing ``pvlib/temperature.py``)."""
+    for m in _HEREDOC_SCRIPT.finditer(cmd[:_MAX_CMD]):
+        script, code = m.group(1), m.group(3)
+        name = script.rsplit("/", 1)[-1]
+        if regex.search(r"\bpython[\d.]*\s+(?:\S*/)?" + regex.escape(name) + r"\b", rest):
+            for w in _OPEN_WRITE.finditer(code):
+                if looks_like_file(w.group(1)):
+                    eff.add(w.group(1), "modify")
 
 
 def _simple(words: list[str], eff: CallEffects) -> None:
