@@ -258,3 +258,50 @@ CUES = {
         "you can", "you may", "fine to", "ok to", "okay to", "feel free", "go ahead", "allowed to", "no longer",
         "可以", "允许", "不再")),
 }
+
+
+# --------------------------------------------------------------------------- the cues are data
+#
+# The patterns above are the cue rules of ``rules/cue`` (one TOML file per cue, with the examples
+# that must and must not match; tests are generated from them). At import the rules are loaded
+# and replace the patterns, so the rule files are the one place the vocabulary is edited; the
+# literals here only stand in when the rules directory is not available (a stripped install),
+# which the tests make sure never happens silently in a checkout.
+
+_RULE_OF = {
+    "cue.decision": "DECISION", "cue.choice": "CHOICE", "cue.observation": "OBSERVATION",
+    "cue.failed-approach": "DEAD_END", "cue.constraint": "CONSTRAINT", "cue.stop": "STOP", "cue.relax": "RELAX",
+    "cue.reject": "REJECT", "cue.clarify": "CLARIFY", "cue.new-request": "NEW_REQUEST", "cue.additive": "ADDITIVE",
+    "cue.ack": "ACK", "cue.confirm": "CONFIRM", "cue.assumption": "ASSUMPTION", "cue.question": "QUESTION_CUE",
+    "cue.hedge": "HEDGE", "cue.next-step": "NEXT_STEP", "cue.finished": "FINISHED", "cue.asks-user": "ASKS_USER",
+    "cue.chrome-fact": "CHROME_FACT",
+}
+_CUE_KEY = {"DECISION": "decision", "DEAD_END": "dead_end", "CONSTRAINT": "constraint", "QUESTION_CUE": "question",
+            "ASSUMPTION": "assumption", "NEXT_STEP": "next_step", "HEDGE": "hedge", "RELAX": "relax"}
+LOADED_FROM_RULES: list[str] = []
+
+
+def _load_cue_rules() -> None:
+    try:
+        from ..engine import load_rules
+
+        rules = load_rules().stage("cue")
+    except Exception:  # noqa: BLE001 - no rules directory: the literals above stay
+        return
+    g = globals()
+    for r in rules:
+        name = _RULE_OF.get(r.id)
+        if name is None or r.regex_ is None:
+            continue
+        flags = I if "IGNORECASE" in r.regex_.flags else 0
+        if "MULTILINE" in r.regex_.flags:
+            flags |= regex.M
+        pat = regex.compile(r.regex_.pattern, flags)
+        g[name] = pat
+        key = _CUE_KEY.get(name)
+        if key is not None:
+            CUES[key] = Cue(pat, tuple(t.lower() for t in r.prefilter) or CUES[key].triggers)
+        LOADED_FROM_RULES.append(r.id)
+
+
+_load_cue_rules()
