@@ -202,3 +202,12 @@ def test_no_item_twice_in_any_rendering():
         rows = [i for _, i, _ in render_lines(a, lang) if i]
         assert len(rows) == len(set(rows))
     assert [i for _, i, _ in render_lines(a, "en") if i] == [i for _, i, _ in render_lines(a, "zh") if i]
+
+
+def test_the_cues_come_from_the_rule_files():
+    from compactor.anchor import cues as C
+    from compactor.engine import load_rules
+
+    ids = sorted(r.id for r in load_rules().stage("cue"))
+    assert sorted(C.LOADED_FROM_RULES) == ids and len(ids) >= 20
+    assert C.CUES["decision"].pattern is C.DECISION  # the compiled rule, not the literal in code
