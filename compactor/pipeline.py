@@ -410,7 +410,12 @@ class Compactor:
             redacted=state.redacted,
             llm=state.llm_report,
         )
-        state.result = CompactionResult(format=doc.format, messages=messages, anchor=state.anchor, report=report,
+        anchor = state.anchor
+        if anchor is not None and state.config.anchor_max_tokens:
+            from .anchor import bound_anchor  # the anchor's default size bound, filled by priority
+
+            anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self.counter.count, lang=state.config.lang)
+        state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
                                         handoff=state.handoff)
 
 
