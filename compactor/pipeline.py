@@ -277,6 +277,7 @@ class Compactor:
             segments=len(doc.segments),
             stages=state.stages,
             redacted=redacted,
+            **getattr(state, "budget_info", {}),
         )
         handoff = state.handoff
         if handoff and state.config.redact:
