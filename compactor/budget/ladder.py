@@ -52,7 +52,7 @@ _SHAPE = regex.compile(r"0x[0-9a-fA-F]+|[0-9a-f]{8,}|\d+")
 
 _H = {
     "en": {
-        "marker": "[compactor L3: {n} segments ({rng}) folded to fit {budget} tokens · expand {ref}]",
+        "marker": "[compactor L3: {n} segments ({rng}) folded · expand {ref}]",
         1: "## User constraints",
         2: "## Live error ({step}{cmd}) · {ref}",
         3: "## Failed approaches (do not retry)",
@@ -65,7 +65,7 @@ _H = {
         "times": "×{n}",
     },
     "zh": {
-        "marker": "[compactor L3：{n} 段（{rng}）已折叠以满足 {budget} tokens · expand {ref}]",
+        "marker": "[compactor L3：{n} 段（{rng}）已折叠 · expand {ref}]",
         1: "## 用户约束",
         2: "## 当前错误（{step}{cmd}）· {ref}",
         3: "## 已排除方案（不要再试）",
