@@ -141,6 +141,25 @@ def _error_head(seg: Segment, spans: list[Span]) -> str:
     return _first_line(seg.text).strip()[:300]
 
 
+def _older_line(seg: Segment, spans: list[Span]) -> str:
+    """One line for an older failure: its error header, the exception / message line and the
+    innermost frame of its trace, each verbatim, joined by `` | ``."""
+    parts = [_error_head(seg, spans)]
+    for sp in sorted(spans, key=lambda sp: (sp.start, sp.rule_id)):
+        if sp.family != "trace":
+            continue
+        lines = [ln.strip() for ln in sp.text.split("\n") if ln.strip()]
+        frames = [ln for ln in lines if _FRAME.search(ln)]
+        py = "Traceback" in sp.text or 'File "' in sp.text
+        msg = lines[-1] if py and lines else (lines[0] if lines else "")
+        inner = frames[-1] if py and frames else (frames[0] if frames else "")
+        for p in (msg, inner):
+            if p and p not in parts:
+                parts.append(p)
+        break
+    return " | ".join(parts)
+
+
 def _live_lines(seg: Segment, spans: list[Span]) -> list[tuple[str, str]]:
     """(label, line) of the live error, most important first: error header, innermost frames,
     exit code, final summary line, other error lines."""
@@ -243,7 +262,7 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
     groups: dict[str, list[Segment]] = {}
     heads: dict[str, str] = {}
     for s in older:
-        head = _error_head(s, spans_by_seg.get(s.id, []))
+        head = _older_line(s, spans_by_seg.get(s.id, []))
         key = _SHAPE.sub("#", head)
         groups.setdefault(key, []).append(s)
         heads.setdefault(key, head)
