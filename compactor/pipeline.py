@@ -189,6 +189,10 @@ class Compactor:
             state.placeholders.extend(o.placeholders)
             if o.changed:
                 state.level = max(state.level, 1)
+        if apply:
+            from .collapse.older import harden
+
+            harden(state, self.store, self.counter)
         state.stages.append("level1" if apply else "detect")
 
     def _higher_levels(self, state: PipelineState) -> None:
