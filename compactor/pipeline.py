@@ -156,8 +156,9 @@ class Compactor:
     def _outcome(self, seg: Segment, collapse: bool, state: PipelineState | None = None) -> SegmentOutcome:
         level1 = state.level1 if state is not None and state.level1 is not None else self.level1
         tag = state.cache_tag if state is not None else ""
+        prose = state is not None and state.doc.format == "text"  # plain text: prose paragraphs stay
         key = _key(tag, seg.text, seg.role.value, seg.kind.value, seg.command, seg.exit_code,
-                   collapse, seg.id, seg.step_id)
+                   collapse, seg.id, seg.step_id, prose)
         if seg.kind == SegmentKind.tool_call:
             # the action always stays verbatim: nothing to protect or collapse in it
             return SegmentOutcome(seg.text, False)
@@ -166,7 +167,7 @@ class Compactor:
             self._cache.move_to_end(key)
             return hit
         out = level1.collapse(seg.text, role=seg.role.value, segment_id=seg.id, step_id=seg.step_id,
-                                   command=seg.command, exit_code=seg.exit_code, collapse=collapse)
+                                   command=seg.command, exit_code=seg.exit_code, collapse=collapse, prose=prose)
         self._cache[key] = out
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)

@@ -144,7 +144,9 @@ class Level1:
     # ------------------------------------------------------------------ main entry
     def collapse(self, text: str, *, role: str = "tool", segment_id: str | None = None,
                  step_id: str | None = None, command: str | None = None, exit_code: int | None = None,
-                 collapse: bool = True) -> SegmentOutcome:
+                 collapse: bool = True, prose: bool = False) -> SegmentOutcome:
+        """``prose``: the input is plain text; paragraphs that read as human or assistant prose
+        are kept (see :mod:`compactor.collapse.prose`)."""
         norm, view, det = self.detect(text, role=role, segment_id=segment_id, step_id=step_id)
         spans = list(det.spans)
         out = SegmentOutcome(text, False, spans, [], list(det.diagnostics))
@@ -160,6 +162,10 @@ class Level1:
         cfg = self.config
         protected = det.protected_lines(context=cfg.context_lines, nlines=n)
         protected |= _already_compacted(lines)
+        if prose:
+            from .prose import prose_lines
+
+            protected |= prose_lines(lines)
         placeholders: list[Placeholder] = []
 
         # 1. long traces: elide the middle, keep what matters
