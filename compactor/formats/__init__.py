@@ -68,6 +68,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     openai_chat,
     anthropic,
     claude_code,
+    claude_md,
     gemini,
     codex,
     aider,
