@@ -95,3 +95,31 @@ def test_same_as_old_errors_and_call_bodies_expand_exactly(tmp_path):
     assert json.dumps(Compactor(store=str(tmp_path / "t")).compact(msgs).messages) == json.dumps(res.messages)
     again = comp.compact(res.messages)
     assert again.messages == res.messages
+
+
+def test_source_lines_in_a_file_view_are_not_error_evidence(tmp_path):
+    src = "\n".join(["def parse(code):", "    if code not in TABLE:", "        raise ValueError(f'unknown coupon {code!r}')",
+                     "    return TABLE[code]"] + [f"X_{j} = {j}" for j in range(30)])
+    msgs: list[dict] = [{"role": "user", "content": "Fix the coupon parser. Do not rename parse()."}]
+
+    def turn(i: int, cmd: str, out: str) -> None:
+        msgs.append({"role": "assistant", "content": f"Step {i}.", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": out})
+
+    turn(0, "python -m pytest -x", TRACE)
+    turn(1, "cat app/coupons.py", src)
+    for i in range(2, 7):
+        turn(i, f"ls dir{i}", f"a{i}.py")
+    comp = Compactor(store=str(tmp_path / "s"))
+    try:
+        comp.compact(msgs, budget=10)
+        raise AssertionError("10 tokens is below any floor")
+    except compactor.BudgetError as exc:
+        floor = exc.floor
+    res = comp.compact(msgs, budget=floor + 30)
+    summary = next(m["content"] for m in res.messages if str(m.get("content", "")).startswith("[compactor L3"))
+    # the live error is the traceback of the test run, not the source line of the file view
+    live = summary.split("## Live error", 1)[1].split("\n##", 1)[0]
+    assert "`python -m pytest -x`" in live and "Traceback (most recent call last):" in live
+    assert "raise ValueError" not in summary

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from ..collapse.older import evidence_spans
 from ..collapse.store import content_id
 from ..models import Anchor, Role, Segment, SegmentKind, Span
 from ..policy._common import newest_request
@@ -116,7 +117,7 @@ def _first_line(text: str) -> str:
 def _failing(seg: Segment, spans: list[Span]) -> bool:
     if seg.kind != SegmentKind.tool_result or seg.meta:
         return False
-    if any(sp.family in _EVIDENCE for sp in spans):
+    if evidence_spans(seg, spans):
         return True
     return bool(seg.is_error) or (seg.exit_code not in (None, 0))
 
@@ -225,7 +226,7 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
     live = failing[-1] if failing else None
     live_ref = None
     if live is not None:
-        sp = spans_by_seg.get(live.id, [])
+        sp = evidence_spans(live, spans_by_seg.get(live.id, []))
         live_ref = _ref(live.text)
         cmd = _first_line(live.command or "")
         cmd = f", `{cmd[:120]}`" if cmd else ""
@@ -262,7 +263,7 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
     groups: dict[str, list[Segment]] = {}
     heads: dict[str, str] = {}
     for s in older:
-        head = _older_line(s, spans_by_seg.get(s.id, []))
+        head = _older_line(s, evidence_spans(s, spans_by_seg.get(s.id, [])))
         key = _SHAPE.sub("#", head)
         groups.setdefault(key, []).append(s)
         heads.setdefault(key, head)

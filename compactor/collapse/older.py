@@ -31,7 +31,7 @@ import regex
 from ..models import Placeholder, SegmentKind
 from ..normalize import normalize
 
-__all__ = ["harden", "EVIDENCE_FAMILIES"]
+__all__ = ["harden", "evidence_spans", "EVIDENCE_FAMILIES"]
 
 EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
 _SHAPE = regex.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
@@ -51,8 +51,23 @@ def _est(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def evidence_spans(seg, spans) -> list:
+    """The evidence spans of a tool output that are evidence of what happened: not lines of a
+    file the output shows (a ``raise ValueError`` in a ``cat`` of a source file), not file names
+    of a listing, not the tool's own framing (:mod:`compactor.codeview`)."""
+    ev = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES]
+    if not ev or seg.kind != SegmentKind.tool_result:
+        return ev
+    from ..codeview import LOG, classify
+
+    view = classify(normalize(seg.text), command=seg.command, tool=seg.tool_name)
+    if view.kind == LOG:
+        return ev
+    return [sp for sp in ev if any(view.evidence_ok(i) for i in range(sp.line_start - 1, sp.line_end))]
+
+
 def _failing(seg, spans) -> bool:
-    return (any(sp.family in EVIDENCE_FAMILIES for sp in spans) or bool(seg.is_error)
+    return (bool(evidence_spans(seg, spans)) or bool(seg.is_error)
             or seg.exit_code not in (None, 0))
 
 
@@ -174,9 +189,10 @@ def harden(state, store, counter) -> None:
                     line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
                 apply(seg, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
                 continue
-            if failing and any(sp.family in EVIDENCE_FAMILIES for sp in spans):
+            ev = evidence_spans(seg, spans) if failing else []
+            if ev:
                 ref, sha = _ref(store, seg.text)
-                view = _evidence_view(seg.text, spans, ref)
+                view = _evidence_view(seg.text, ev, ref)
                 if view is not None:
                     apply(seg, view, "collapse.old-error", "older error output: evidence kept", ref, sha)
         elif seg.kind == SegmentKind.tool_call:
