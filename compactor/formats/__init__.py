@@ -71,6 +71,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     claude_md,
     gemini,
     codex,
+    codex_tui,
     aider,
     text,
 )
