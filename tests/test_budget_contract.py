@@ -17,7 +17,7 @@ import compactor
 from compactor import BudgetError, Compactor, load_document
 from compactor.budget.measure import sent_texts
 from compactor.formats import RawInput, get_format
-from compactor.inputs import make_probe
+from compactor.formats.inputs import make_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAJ_DIRS = ("swe-agent", "mini-swe-agent", "openhands-v0", "openhands-v1", "claude-code", "codex-rollout", "aider")

@@ -34,7 +34,7 @@ import regex
 from ..collapse.older import evidence_spans
 from ..collapse.store import content_id
 from ..models import Anchor, Role, Segment, SegmentKind, Span
-from ..policy._common import newest_request
+from ..audit.common import newest_request
 
 __all__ = ["LadderItem", "Plan", "build_items", "PRIORITIES"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..formats import Document, Edits, RawInput, get_format
 from ..formats.base import get_at
-from ..inputs import make_probe
+from ..formats.inputs import make_probe
 from ..tokens import TokenCounter
 
 __all__ = ["read_back", "sent_texts", "sent_tokens", "written_texts"]

@@ -26,7 +26,7 @@ from typing import Any
 import regex
 
 from ..models import Segment
-from . import register
+from .registry import register
 from .anthropic import _BLOCKS, BlockReader
 from .base import Document, Edits, Format, Probe, plan_drops
 

@@ -31,7 +31,7 @@ from typing import Any
 import regex
 
 from ..models import Role, Segment, SegmentKind
-from . import register
+from .registry import register
 from .base import CallIndex, Document, Edits, Format, Probe, jsonl_records, make_segment, plan_drops
 
 _DIRS = ("meta", "to_tui", "from_tui")
