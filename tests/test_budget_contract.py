@@ -182,3 +182,21 @@ def test_written_budget_is_deterministic(tmp_path):
     a = Compactor(store=str(tmp_path / "a")).compact(msgs, budget=300)
     b = Compactor(store=str(tmp_path / "b")).compact(msgs, budget=300)
     assert json.dumps(a.to_json_dict(), sort_keys=True) == json.dumps(b.to_json_dict(), sort_keys=True)
+
+
+def test_cli_budget_below_the_floor_is_one_line_naming_it(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(session(12, [3, 8], 11)), encoding="utf-8")
+    base = [sys.executable, "-m", "compactor", "compact", str(p), "--store", str(tmp_path / "st")]
+    r = subprocess.run(base + ["--budget", "5"], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    floor = int(re.search(r"raise the budget to at least (\d+)", lines[0]).group(1))
+    r = subprocess.run(base + ["--budget", str(floor), "--emit", "report"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["floor"] == floor and rep["tokens_sent"] <= floor and rep["cut"]
