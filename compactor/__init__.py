@@ -24,7 +24,7 @@ from .errors import (
     RuleError,
     StoreError,
 )
-from .formats import Document, Edits, REGISTRY as FORMATS
+from .formats import Document, Edits, REGISTRY as FORMATS, load_document
 from .models import (
     Anchor,
     CompactionResult,
@@ -34,11 +34,11 @@ from .models import (
     Segment,
     Span,
 )
-from .pipeline import Compactor, compact, load_document
+from .pipeline import Compactor, compact
 from .engine import load_rules
 from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
-from .policy import Decision, should_compact
+from .tools import TriggerDecision, should_compact
 
 __all__ = [
     "Anchor",
@@ -48,7 +48,6 @@ __all__ = [
     "CompactorConfig",
     "CompactorError",
     "ConfigError",
-    "Decision",
     "Diagnostic",
     "Document",
     "Edits",
@@ -62,6 +61,7 @@ __all__ = [
     "Segment",
     "Span",
     "StoreError",
+    "TriggerDecision",
     "build_anchor",
     "compact",
     "get_counter",

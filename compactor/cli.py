@@ -108,12 +108,12 @@ def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
 
 
 def _add_policy_commands(sub) -> None:
-    """check / audit / memory: present when the policy package is installed with compactor."""
+    """check / audit / memory: the tools built on the public API."""
     try:
-        from .policy import cli as policy_cli
+        from .tools import cli as tools_cli
     except ImportError:
         return
-    policy_cli.add_commands(sub, _add_common)
+    tools_cli.add_commands(sub, _add_common)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -165,7 +165,7 @@ def cmd_compact(args) -> int:
         options["llm_timeout"] = args.llm_timeout
     comp = _compactor(args, **options)
     source = None if args.input == "-" else args.input
-    from .inputs import make_probe, read_input
+    from .formats.inputs import make_probe, read_input
     from .formats import read_document
 
     doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
@@ -342,9 +342,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         handler = COMMANDS.get(args.command)
         if handler is None:
-            from .policy import cli as policy_cli
+            from .tools import cli as tools_cli
 
-            handler = policy_cli.COMMANDS[args.command]
+            handler = tools_cli.COMMANDS[args.command]
         return handler(args)
     except CompactorError as exc:
         if verbose:
