@@ -32,6 +32,7 @@ ROOMS: dict[str, int] = {
     "pipeline": 9, "session": 9,  # the stage list; per-conversation state
     "tools": 10, "emit": 10,   # tools on the public API; output renderers
     "__init__": 11, "cli": 11, "__main__": 11,  # the public API and the command line
+    "integrations": 11,        # MCP server, LangChain, OpenAI Agents SDK: glue on the public API
 }
 
 

@@ -195,12 +195,15 @@ def test_relative_paths_resolve_against_the_root(tmp_path: Path, long_log: Path)
     ("compact_transcript_file", {"path": "BAD", "format": "nope"}, "unknown layout 'nope'"),
     ("compact_transcript_file", {"path": "BAD", "format": "openai-chat"}, "bad.json"),
     ("trim_log_file", {"path": "BAD", "context": 99}, "context"),
+    ("trim_log_file", {"path": "BIN"}, "bin.log:byte 0: binary data (NUL byte at offset 0)"),
     ("compact_transcript_file", {"path": "DEMO", "budget": 1}, "budget"),
 ])
 def test_errors_are_one_line_tool_errors(tmp_path: Path, tool, args, message):
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": "user", "content": "hi"}, {"role": ', encoding="utf-8")
-    subst = {"DIR": str(tmp_path), "BAD": str(bad), "DEMO": str(DEMO)}
+    binary = tmp_path / "bin.log"
+    binary.write_bytes(b"\x00" * 64 + b"ok\n")
+    subst = {"DIR": str(tmp_path), "BAD": str(bad), "DEMO": str(DEMO), "BIN": str(binary)}
     args = {k: subst.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
 
     async def main():

@@ -21,9 +21,9 @@ Install with ``pip install 'compactor[mcp]'``; register with e.g.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import tempfile
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Literal
@@ -120,28 +120,18 @@ class _Tools:
         src = self.path(path)
         if not 0 <= context <= 20:
             raise ToolError("context: lines kept around each protected line, 0 to 20")
-        # The streaming trimmer is reached through the command line's entry point, in process:
-        # it reads the file in blocks and writes to a private temporary file.
-        from compactor.cli import main as cli_main
-
-        fd, out = tempfile.mkstemp(prefix="compactor-trim-", suffix=".log")
-        os.close(fd)
-        err = io.StringIO()
-        try:
-            argv = ["trim", src, "--context", str(context), "-o", out]
-            if self.store is not None:
-                argv += ["--keep-originals", "--store", self.store]
-            for r in self.rules:
-                argv += ["--rules", r]
-            with self.lock, contextlib.redirect_stderr(err):
-                code = cli_main(argv)
-            if code != 0:
-                msg = err.getvalue().strip().splitlines()
-                raise ToolError(msg[-1].removeprefix("compactor: ") if msg else f"trim failed (exit {code})")
-            return Path(out).read_text(encoding="utf-8", errors="replace")
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(out)
+        # The streaming trimmer runs as the command line does (`compactor trim`), in its own
+        # process: constant memory on any log size, and nothing shared with the server's threads.
+        argv = [sys.executable, "-m", "compactor", "trim", src, "--context", str(context)]
+        if self.store is not None:
+            argv += ["--keep-originals", "--store", self.store]
+        for r in self.rules:
+            argv += ["--rules", r]
+        proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise ToolError(msg[-1].removeprefix("compactor: ") if msg else f"trim failed (exit {proc.returncode})")
+        return proc.stdout.decode("utf-8", "replace")
 
     def compact_transcript_file(self, path: str, budget: int | None = None, keep_recent: int = 3,
                                 format: str = "auto") -> str:
