@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Literal
@@ -120,18 +118,11 @@ class _Tools:
         src = self.path(path)
         if not 0 <= context <= 20:
             raise ToolError("context: lines kept around each protected line, 0 to 20")
-        # The streaming trimmer runs as the command line does (`compactor trim`), in its own
-        # process: constant memory on any log size, and nothing shared with the server's threads.
-        argv = [sys.executable, "-m", "compactor", "trim", src, "--context", str(context)]
-        if self.store is not None:
-            argv += ["--keep-originals", "--store", self.store]
-        for r in self.rules:
-            argv += ["--rules", r]
-        proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise ToolError(msg[-1].removeprefix("compactor: ") if msg else f"trim failed (exit {proc.returncode})")
-        return proc.stdout.decode("utf-8", "replace")
+        # Folded regions go to the server's store, so expand_placeholder can return them.
+        with self.errors():
+            result = compactor.trim(Path(src), context=context, receipt=True, rules=self.rules,
+                                    store=self.comp.store)
+        return result.text
 
     def compact_transcript_file(self, path: str, budget: int | None = None, keep_recent: int = 3,
                                 format: str = "auto") -> str:
