@@ -52,6 +52,13 @@ _LAZY: dict[str, tuple[str, str]] = {
     "to_seed_json": (".anchor", "to_seed_json"),
     "TriggerDecision": (".tools", "TriggerDecision"),
     "should_compact": (".tools", "should_compact"),
+    "default_store_path": (".collapse.store", "default_store_path"),
+    "Baseline": (".collapse.trim", "Baseline"),
+    "TrimOptions": (".collapse.trim", "TrimOptions"),
+    "TrimResult": (".collapse.trim", "TrimResult"),
+    "TrimStats": (".collapse.trim", "TrimStats"),
+    "github_summary": (".collapse.trim", "github_summary"),
+    "trim": (".collapse.trim", "trim"),
 }
 
 
@@ -72,6 +79,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from .anchor import build_anchor, merge, to_markdown, to_seed_json
+    from .collapse.store import default_store_path
+    from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
     from .config import CompactorConfig
     from .engine import load_rules
     from .formats import REGISTRY as FORMATS, Document, Edits, load_document
@@ -83,6 +92,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
 
 __all__ = [
     "Anchor",
+    "Baseline",
     "BudgetError",
     "CompactionResult",
     "Compactor",
@@ -104,14 +114,21 @@ __all__ = [
     "Span",
     "StoreError",
     "TriggerDecision",
+    "TrimOptions",
+    "TrimResult",
+    "TrimStats",
+    "__version__",
     "build_anchor",
     "compact",
+    "default_store_path",
     "get_counter",
+    "github_summary",
     "load_document",
     "load_rules",
     "merge",
     "should_compact",
     "to_markdown",
     "to_seed_json",
+    "trim",
     "__version__",
 ]

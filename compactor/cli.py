@@ -36,6 +36,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", action="append", default=[], metavar="DIR", help="extra rule directory (repeatable)")
     p.add_argument("--store", metavar="PATH", default=None,
                    help="placeholder store: a directory or a .sqlite file (default: $COMPACTOR_STORE or ~/.cache/compactor/store.sqlite)")
+    p.add_argument("--store-max-mb", metavar="MB", default=None,
+                   help="size cap of the store; least recently used originals are evicted beyond it "
+                        "(default: $COMPACTOR_STORE_MAX_MB or 256)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,11 +67,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trim", help="trim a CI log: keep errors and traces, fold the rest (streaming)")
     p.add_argument("input", nargs="?", default="-", help="file, or - for standard input (default)")
     p.add_argument("--context", type=int, default=2, help="lines kept around protected lines")
-    p.add_argument("--github", action="store_true", help="emit GitHub Actions annotations (::error, ::group::)")
-    p.add_argument("--no-receipt", action="store_true", help="do not end with the receipt line")
+    p.add_argument("--baseline", action="append", default=[], metavar="PASS.log",
+                   help="log of a passing run of the same job: lines whose shape also occurs there fold first "
+                        "(repeatable)")
+    p.add_argument("--baseline-dir", action="append", default=[], metavar="DIR",
+                   help="a directory of passing-run logs (every regular file in it, sorted), as --baseline")
+    p.add_argument("--github", action="store_true",
+                   help="GitHub Actions: up to 10 ranked ::error annotations, one ::group:: per fold, and a job "
+                        "summary table appended to $GITHUB_STEP_SUMMARY")
+    p.add_argument("--receipt", default="stdout", choices=["stdout", "stderr", "none"],
+                   help="where the receipt line goes (written only when something was folded; default stdout)")
+    p.add_argument("--no-receipt", action="store_true", help="same as --receipt none")
     p.add_argument("--keep-originals", action="store_true", help="store folded regions so they can be expanded")
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
+
+    _add_batch_command(sub)
 
     p = sub.add_parser("scan", help="print protected spans as JSON lines")
     p.add_argument("input", help="file, or - for standard input")
@@ -98,8 +112,44 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
     _add_common(p)
 
+    p = sub.add_parser("store", help="placeholder store upkeep: stats, prune")
+    ssub = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser)
+    q = ssub.add_parser("stats", help="entries, bytes, cap, evicted ids, size on disk")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    _add_common(q)
+    q = ssub.add_parser("prune", help="evict least recently used originals down to the cap (or --to-mb)")
+    q.add_argument("--to-mb", metavar="MB", default=None, help="target size (default: the cap)")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    _add_common(q)
+
     _add_policy_commands(sub)
+    p = sub.add_parser("hook", help="agent hooks: 'compactor hook claude-code --help'", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+def _add_batch_command(sub) -> None:
+    p = sub.add_parser("batch", help="compact many files (directories, globs) into --out DIR, in parallel, resumable")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, directories (recursive) or glob patterns")
+    p.add_argument("--out", required=True, metavar="DIR", help="one output per input here, same relative names")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (default: the CPUs)")
+    p.add_argument("--engine", default="stdlib", choices=["stdlib", "ray"],
+                   help="stdlib: a process pool on this machine; ray: Ray Data (local, or $RAY_ADDRESS)")
+    p.add_argument("--report", default=None, metavar="FILE", help="JSONL report (default DIR/report.jsonl)")
+    p.add_argument("--no-resume", action="store_true", help="compact every input again, even those already done")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB", help="only file names matching (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip file names matching (repeatable)")
+    p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto per file")
+    p.add_argument("--emit", default="messages", choices=["messages", "json", "anchor", "markdown", "report"],
+                   help="messages (default): each input in its own layout; others add a suffix to the name")
+    p.add_argument("--lang", default="en", choices=["en", "zh"])
+    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
+    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
+    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
+    p.add_argument("--redact", action="store_true", help="redact secrets in the outputs")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
+    _add_common(p)
 
 
 def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
@@ -136,10 +186,17 @@ def _store_spec(args) -> str:
     return args.store or str(default_store_path())
 
 
+def _open_store(args):
+    from .collapse.store import open_store, parse_max_mb
+
+    cap = getattr(args, "store_max_mb", None)
+    return open_store(_store_spec(args), max_bytes=parse_max_mb(cap) if cap is not None else "default")
+
+
 def _compactor(args, **options):
     from . import Compactor
 
-    return Compactor(rules=tuple(args.rules), store=_store_spec(args), **options)
+    return Compactor(rules=tuple(args.rules), store=_open_store(args), **options)
 
 
 # ---------------------------------------------------------------------------- commands
@@ -181,28 +238,57 @@ def cmd_compact(args) -> int:
     return 0
 
 
+def cmd_batch(args) -> int:
+    from .batch import BatchConfig, run
+
+    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level),
+                               "rules": tuple(args.rules), "store": _store_spec(args)}
+    if args.budget is not None:
+        options["budget"] = args.budget
+    if args.keep_recent is not None:
+        options["keep_recent"] = args.keep_recent
+    if args.redact:
+        options["redact"] = True
+    if args.workers is not None and args.workers < 1:
+        from .errors import ConfigError
+
+        raise ConfigError("--workers must be at least 1")
+    config = BatchConfig.from_options(format=args.format, emit=args.emit, **options)
+    runner = None
+    if args.engine == "ray":
+        from .integrations.ray import run_file_tasks as runner
+    summary = run(args.inputs, args.out, config, workers=args.workers, runner=runner, resume=not args.no_resume,
+                  report=args.report, include=args.include, exclude=args.exclude,
+                  progress=False if args.no_progress else None)
+    if not args.quiet:
+        sys.stdout.write(summary.table())
+        files = len(summary.entries)
+        rate = files / summary.seconds if summary.seconds > 0 else 0.0
+        sys.stdout.write(f"{files} files in {summary.seconds:.1f} s ({rate:.1f} files/s); report: {summary.report}\n")
+        sys.stdout.flush()
+    if summary.failed:
+        _err(f"compactor: {len(summary.failed)} of {len(summary.entries)} inputs failed; see {summary.report}")
+    return summary.exit_code()
+
+
 def cmd_trim(args) -> int:
-    from .collapse.store import open_store
-    from .collapse.trim import TrimOptions, trim_stream
+    from . import TrimOptions, github_summary, load_rules
+    from .collapse.trim import trim_stream
     from .detect import Detector
-    from .engine import load_rules
+    from .errors import InputError
 
     detector = Detector(load_rules(args.rules))
-    opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=not args.no_receipt)
-    store = open_store(_store_spec(args)) if args.keep_originals else None
+    receipt = "none" if args.no_receipt else args.receipt
+    opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=receipt == "stdout")
+    baseline = _load_baselines(args.baseline, args.baseline_dir)
+    store = _open_store(args) if args.keep_originals else None
     out, close = _open_out(args.output)
     try:
         if args.input == "-":
-            stream = sys.stdin.buffer
-            trim_stream(detector, stream, out, opts, store)
+            trimmer = trim_stream(detector, sys.stdin.buffer, out, opts, store, baseline)
         else:
             p = Path(args.input)
-            from .errors import InputError
-
-            if not p.exists():
-                raise InputError("no such file; check the path", source=args.input)
-            if p.is_dir():
-                raise InputError("is a directory; pass a file (or - for standard input)", source=args.input)
+            _check_log_path(p, args.input)
             with open(p, "rb") as fh:
                 head = fh.read(8192)
                 nul = head.find(b"\x00")
@@ -210,11 +296,56 @@ def cmd_trim(args) -> int:
                     raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs",
                                      source=args.input, position=f"byte {nul}")
                 fh.seek(0)
-                trim_stream(detector, fh, out, opts, store)
+                trimmer = trim_stream(detector, fh, out, opts, store, baseline)
+    except BrokenPipeError:
+        # the reader went away: keep reading standard input to its end, so the producer upstream
+        # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
+        if args.input == "-":
+            while sys.stdin.buffer.read(1 << 20):
+                pass
+        raise
     finally:
         if close:
             out.close()
+    stats = trimmer.stats
+    if receipt == "stderr" and stats.folded:
+        sys.stderr.write(stats.receipt() + "\n")
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if args.github and summary_path:
+        with open(summary_path, "a", encoding="utf-8") as fh:
+            fh.write(github_summary(stats, trimmer.ranked_annotations()))
     return 0
+
+
+def _check_log_path(p: Path, name: str) -> None:
+    from .errors import InputError
+
+    if not p.exists():
+        raise InputError("no such file; check the path", source=name)
+    if p.is_dir():
+        raise InputError("is a directory; pass a file (or - for standard input)", source=name)
+
+
+def _load_baselines(files: list[str], dirs: list[str]):
+    from . import Baseline
+    from .errors import InputError
+
+    paths: list[Path] = []
+    for f in files:
+        p = Path(f)
+        _check_log_path(p, f)
+        paths.append(p)
+    for d in dirs:
+        q = Path(d)
+        if not q.is_dir():
+            raise InputError("not a directory; --baseline-dir takes a folder of passing-run logs", source=d)
+        found = sorted(x for x in q.iterdir() if x.is_file())
+        if not found:
+            raise InputError("no log files in this directory", source=d)
+        paths.extend(found)
+    if not paths:
+        return None
+    return Baseline.from_paths(paths)
 
 
 def cmd_scan(args) -> int:
@@ -242,10 +373,10 @@ def cmd_scan(args) -> int:
 
 
 def cmd_expand(args) -> int:
-    from .collapse.store import open_store, valid_id
+    from .collapse.store import valid_id
 
     ref = valid_id(args.id)
-    store = open_store(_store_spec(args))
+    store = _open_store(args)
     data = store.get(ref)
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
@@ -315,11 +446,48 @@ def cmd_mcp(args) -> int:
 
         raise ConfigError(f"{exc}") from None
     run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+
+def cmd_store(args) -> int:
+    from .collapse.store import MB, parse_max_mb
+
+    action = getattr(args, "store_command", None)
+    if action is None:
+        from .errors import ConfigError
+
+        raise ConfigError("missing action: 'compactor store stats' or 'compactor store prune'")
+    if not Path(_store_spec(args)).exists():
+        from .errors import InputError
+
+        raise InputError("no store here yet (nothing was compacted with this store)", source=_store_spec(args))
+    store = _open_store(args)
+    if action == "stats":
+        st = store.stats()
+        if args.json:
+            sys.stdout.write(_dump(st.to_dict()))
+            return 0
+        cap = f"{st.max_bytes / MB:g} MB" if st.max_bytes else "none"
+        sys.stdout.write(f"store       {st.location} ({st.backend})\n"
+                         f"entries     {st.entries}\n"
+                         f"originals   {st.bytes / MB:.2f} MB ({st.bytes} bytes)\n"
+                         f"cap         {cap}\n"
+                         f"evicted ids {st.evicted} (expanding one says so)\n"
+                         f"on disk     {st.disk_bytes / MB:.2f} MB\n")
+        return 0
+    target = parse_max_mb(args.to_mb, "--to-mb") if args.to_mb is not None else None
+    res = store.prune(target)
+    if args.json:
+        sys.stdout.write(_dump(res.to_dict()))
+        return 0
+    st = res.stats
+    sys.stdout.write(f"evicted {res.evicted} entries ({res.freed_bytes / MB:.2f} MB); now {st.entries} entries, "
+                     f"{st.bytes / MB:.2f} MB of originals, {st.disk_bytes / MB:.2f} MB on disk\n")
     return 0
 
 
 COMMANDS: dict[str, Callable[[Any], int]] = {
+    "store": cmd_store,
     "compact": cmd_compact,
+    "batch": cmd_batch,
     "trim": cmd_trim,
     "scan": cmd_scan,
     "expand": cmd_expand,
@@ -333,6 +501,10 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import CompactorError
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports
+        from .integrations.cli import hook_main
+
+        return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     try:
         parser = build_parser()
