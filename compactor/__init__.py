@@ -117,6 +117,7 @@ __all__ = [
     "TrimOptions",
     "TrimResult",
     "TrimStats",
+    "__version__",
     "build_anchor",
     "compact",
     "default_store_path",

@@ -178,7 +178,7 @@ class Session:
             from .formats import get_format
 
             return get_format(doc.format).write(doc, edits)
-        mirrors = doc.state.get("mirrors", {})
+        mirrors = doc.state.mirrors
         by_record: dict[int, list[tuple[str, str]]] = {}
         for seg in doc.segments:
             text = edits.replace.get(seg.id)
@@ -207,10 +207,10 @@ class Session:
 
 
 def _origin_of(doc: Document, sid: str):
-    index = doc.state.get("_origin_index")
-    if index is None or len(index) != len(doc.segments):
-        index = doc.state["_origin_index"] = {s.id: s.origin for s in doc.segments}
-    return index[sid]
+    for seg in reversed(doc.segments):  # edited records are recent ones: found near the end
+        if seg.id == sid:
+            return seg.origin
+    raise KeyError(sid)
 
 
 def _plan_of(state, config: CompactorConfig) -> Plan:

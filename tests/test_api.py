@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,31 @@ def test_all_is_sorted_and_complete():
     assert names == sorted(names)
     for n in compactor.__all__:
         assert hasattr(compactor, n), n
+
+
+def test_all_names_every_public_object_and_nothing_else():
+    import types
+
+    public = {n for n in dir(compactor) if not n.startswith("_")
+              and not isinstance(getattr(compactor, n), types.ModuleType)
+              and n not in ("TYPE_CHECKING", "annotations")}
+    assert public == set(compactor.__all__) - {"__version__"}
+    # one name, one meaning: the trigger decision is not the anchor's decision item
+    assert "Decision" not in compactor.__all__
+    assert compactor.TriggerDecision.__module__ == "compactor.tools.triggers"
+    # every exception of the package lives in compactor.errors
+    import compactor.errors as errors
+
+    for n in compactor.__all__:
+        obj = getattr(compactor, n)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            assert obj.__module__ == "compactor.errors", n
+
+
+def test_import_is_lazy():
+    code = "import sys, compactor; print(sorted(m for m in sys.modules if m.startswith(('compactor', 'pydantic'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(out) == ["compactor", "compactor.errors", "compactor.version"]
 
 
 def test_compact_accepts_path_text_bytes_and_messages():

@@ -358,8 +358,8 @@ def test_fixture_summary_only_goes_after_system_prompt() -> None:
 
 def test_steps_starship_seed() -> None:
     _, fmt, doc = load(FIXTURES / "starship.steps.json")
-    assert doc.state["objective"].startswith("Determine when SpaceX's Starship")
-    assert doc.state["budget"] == 400
+    assert doc.state.objective.startswith("Determine when SpaceX's Starship")
+    assert doc.state.budget == 400
     obj = doc.segment("objective")
     assert obj.role == Role.user and obj.step == 0
     calls = [s for s in doc.segments if s.kind == SegmentKind.tool_call]
@@ -412,7 +412,7 @@ def test_openhands_pairs_by_cause_not_position() -> None:
     _, _, doc = load(FIXTURES / "nightly-report.openhands-v1.json")
     assert doc.segment("m5").call_id == "call_r3" and doc.segment("m6").call_id == "call_r2"
     assert doc.segment("m6").is_error and doc.segment("m2").exit_code == 1 and doc.segment("m8").is_error is False
-    assert doc.state["mirrors"]["m0"] == [("instruction",)]
+    assert doc.state.mirrors["m0"] == [("instruction",)]
 
 
 def test_openai_chat_keeps_calls_and_results_together() -> None:
@@ -461,8 +461,8 @@ def test_claude_code_records_and_mirrors() -> None:
     _, fmt, doc = load(FIXTURES / "cart-total.claude-code.jsonl")
     assert doc.segment("m4.0").step == doc.segment("m5.c0").step  # one message.id, one step
     assert doc.segment("m7.c0").step == doc.segment("m8.c0").step
-    assert set(doc.state["sidechain"]) == {"m10", "m11.c0", "m12.r0", "m13.0"}
-    assert not any(s.meta for s in doc.segments if s.id in doc.state["sidechain"])
+    assert set(doc.state.sidechain) == {"m10", "m11.c0", "m12.r0", "m13.0"}
+    assert not any(s.meta for s in doc.segments if s.id in doc.state.sidechain)
     assert doc.segment("m22").meta
     assert doc.segment("m23.c0").call_id == "toolu_01Git1"  # interrupted: no result, still a segment
     assert doc.segment("m14.r0").text.startswith("Math.floor on money")  # list content
@@ -482,7 +482,7 @@ def test_gemini_deltas_and_errors() -> None:
     _, fmt, doc = load(FIXTURES / "pricing-page.gemini-cli.jsonl")
     msg = doc.segment("m2")
     assert msg.text == "I'll look at the existing pages first, then fetch the frame."
-    assert doc.state["chunks"]["m2"] == [3]
+    assert doc.state.chunks["m2"] == [3]
     assert doc.segment("m6").is_error and doc.segment("m12").exit_code == 1 and doc.segment("m12").is_error
     assert doc.segment("m14.e").text == "params/expected_replacements must be number"
     assert doc.segment("m16").kind == SegmentKind.tool_call  # last call never answered

@@ -8,10 +8,10 @@ Each layout is a :class:`~compactor.formats.base.Format` subclass registered in
 
 from __future__ import annotations
 
-from .base import Document, Edits, Format, Probe, RawInput
+from .base import Document, Edits, Format, LayoutState, Probe, RawInput
 from .registry import REGISTRY, detect, get_format, read_document, register
 
-__all__ = ["REGISTRY", "Document", "Edits", "Format", "Probe", "RawInput", "detect", "get_format", "load_document",
+__all__ = ["REGISTRY", "Document", "Edits", "Format", "LayoutState", "Probe", "RawInput", "detect", "get_format", "load_document",
            "read_document", "register"]
 
 # Registration order is detection order. A layout module may import helpers from .base and from

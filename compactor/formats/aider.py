@@ -102,7 +102,7 @@ class AiderFormat(Format):
             segments.append(make_segment(id=f"m{start}", index=len(segments), step=st, step_id=f"s{st}",
                                     role=role, kind=skind, text=text, origin=(start, end)))
         doc = Document(self.name, lines, segments, probe.raw.source)
-        doc.state["sessions"] = headers
+        doc.state.sessions = headers
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:

@@ -183,8 +183,8 @@ class AnthropicFormat(Format):
                 step += 1
             reader.content(i, msg["role"], content, (*base, i), max(step, 1))
         doc = Document(self.name, data, reader.segments, probe.raw.source)
-        doc.state["base"] = base
-        doc.state["pairs"] = reader.calls.pairs
+        doc.state.base = base
+        doc.state.pairs = reader.calls.pairs
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
@@ -192,14 +192,14 @@ class AnthropicFormat(Format):
         if edits is None or edits.is_empty():
             return data
         self.replace_texts(data, doc, edits)
-        base = doc.state.get("base", ())
+        base = doc.state.base
 
         def record_of(seg: Segment) -> int | None:
             if seg.id.startswith("m"):
                 return int(seg.id[1:].split(".")[0])
             return None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         msgs, _ = messages_of(data)
         assert msgs is not None
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)

@@ -20,6 +20,8 @@ from ..errors import InputError
 from ..models import Diagnostic, Segment
 
 __all__ = [
+    "LayoutState",
+    "update_state",
     "CallIndex",
     "Document",
     "Edits",
@@ -70,13 +72,53 @@ class Probe:
 
 
 @dataclass
+class LayoutState:
+    """What a reader remembers so that its writer can put the document back in the same layout.
+
+    Common to the layouts: ``base`` (where the message list sits in the data), ``pairs`` (call
+    segment id, result segment id: a call and its result are dropped together), ``mirrors``
+    (segment id -> paths of duplicated copies of its text, rewritten with it). The other fields
+    belong to one layout each and stay at their defaults elsewhere."""
+
+    base: tuple[str | int, ...] = ()
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    mirrors: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    # codex: record index -> indices of the records that mirror it (event_msg copies)
+    mirror_records: dict[Any, list[Any]] = field(default_factory=dict)
+    # claude-code: tool-result mirrors (toolUseResult) and the ids of sidechain segments
+    tool_mirrors: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    sidechain: list[str] = field(default_factory=list)
+    # openhands: paths cleared when a segment is rewritten (stale copies of an edit), v0 / v1
+    clear: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    version: str | None = None
+    # aider: line numbers of the session headers
+    sessions: list[int] = field(default_factory=list)
+    # swe-agent: file snapshots, whether the run used function calling, record -> action step
+    snapshots: dict[Any, Any] = field(default_factory=dict)
+    function_calling: bool = False
+    action_steps: dict[Any, Any] = field(default_factory=dict)
+    # gemini: segment id -> the stream chunks that hold its text
+    chunks: dict[str, list[int]] = field(default_factory=dict)
+    # the seed-000 step array: the task's own objective and summary budget
+    objective: str | None = None
+    budget: int | None = None
+
+
+def update_state(state: LayoutState, **values: Any) -> None:
+    for k, v in values.items():
+        if not hasattr(state, k):
+            raise AttributeError(f"LayoutState has no field {k!r}")
+        setattr(state, k, v)
+
+
+@dataclass
 class Document:
     format: str
     data: Any
     segments: list[Segment]
     source: str = "<input>"
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    state: dict[str, Any] = field(default_factory=dict)  # layout-private bookkeeping
+    state: LayoutState = field(default_factory=LayoutState)  # the reader's notes for the writer
 
     def segment(self, seg_id: str) -> Segment:
         for s in self.segments:
@@ -358,9 +400,9 @@ class Format:
 
     def replace_texts(self, data: Any, doc: Document, edits: Edits) -> list[tuple[Segment, str]]:
         """Write every replaced text at its segment's origin and at each mirror copy of it
-        (``doc.state["mirrors"]``: the layout's duplicated payloads). Returns the (segment, text)
+        (``doc.state.mirrors``: the layout's duplicated payloads). Returns the (segment, text)
         pairs applied, in id order, for layout-specific follow-ups."""
-        mirrors = doc.state.get("mirrors", {})
+        mirrors = doc.state.mirrors
         by_id = {s.id: s for s in doc.segments}
         applied: list[tuple[Segment, str]] = []
         for sid, text in sorted(edits.replace.items()):

@@ -13,7 +13,7 @@ index: ``m<i>`` (string content), ``m<i>.<j>`` (text block), ``m<i>.c<j>`` (tool
 - ``is_error`` → ``Segment.is_error``; a result starting ``Exit code N`` → ``exit_code``.
 - ``isMeta`` lines (hook feedback, caveats) and ``isCompactSummary`` lines are ``meta=True``.
 - ``isSidechain`` lines (sub-agents) are kept as normal segments; their ids are listed in
-  ``doc.state["sidechain"]``.
+  ``doc.state.sidechain``.
 - A line repeated with the same ``uuid`` (resumed sessions copy history) is one payload: the
   copy makes no segments and is updated as a mirror.
 
@@ -28,7 +28,7 @@ from typing import Any
 from ..models import Segment
 from .registry import register
 from .anthropic import BlockReader
-from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, record_line
+from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, record_line, update_state
 
 _MESSAGE_TYPES = ("user", "assistant")
 _OTHER_TYPES = ("queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment")
@@ -115,7 +115,7 @@ class ClaudeCodeFormat(Format):
             if rec.get("isSidechain"):
                 sidechain += [s.id for s in segs]
         doc = Document(self.name, records, reader.segments, probe.raw.source)
-        doc.state.update(mirrors=mirrors, tool_mirrors=tool_mirror, pairs=reader.calls.pairs,
+        update_state(doc.state, mirrors=mirrors, tool_mirrors=tool_mirror, pairs=reader.calls.pairs,
                          sidechain=sidechain)
         return doc
 
@@ -123,7 +123,7 @@ class ClaudeCodeFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        tool_mirrors = doc.state.get("tool_mirrors", {})
+        tool_mirrors = doc.state.tool_mirrors
         for seg, text in self.replace_texts(data, doc, edits):
             for mp in tool_mirrors.get(seg.id, []):
                 data[mp[0]][mp[1]] = text  # the structured copy becomes the new text
@@ -131,7 +131,7 @@ class ClaudeCodeFormat(Format):
         def record_of(seg: Segment) -> int | None:
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         # lines of a dropped API response that hold no segment (thinking blocks) go with it
         groups: dict[str, list[int]] = {}
         for i, rec in enumerate(data):

@@ -40,6 +40,7 @@ from .base import (
     make_segment,
     plan_drops,
     record_line,
+    update_state,
 )
 
 _TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted",
@@ -253,7 +254,7 @@ class CodexFormat(Format):
                     if isinstance(p.get(f), str) and p.get(f):
                         mirrors.setdefault(sid, []).append((i, "payload", f))
         doc = Document(self.name, records, segments, probe.raw.source)
-        doc.state.update(mirrors=mirrors, mirror_records=mirror_records, pairs=calls.pairs)
+        update_state(doc.state, mirrors=mirrors, mirror_records=mirror_records, pairs=calls.pairs)
         return doc
 
     def mirror_text(self, seg: Segment, path: tuple[str | int, ...], text: str) -> str:
@@ -266,7 +267,7 @@ class CodexFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        mirror_records = doc.state.get("mirror_records", {})
+        mirror_records = doc.state.mirror_records
         by_id = {s.id: s for s in doc.segments}
         self.replace_texts(data, doc, edits)
 
@@ -275,7 +276,7 @@ class CodexFormat(Format):
                 return int(seg.origin[0])
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         for sid, recs in mirror_records.items():
             if sid in by_id and record_of(by_id[sid]) in dropped:
                 dropped.update(recs)

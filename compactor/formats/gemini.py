@@ -35,6 +35,7 @@ from .base import (
     make_segment,
     plan_drops,
     record_line,
+    update_state,
 )
 
 _TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
@@ -178,14 +179,14 @@ class GeminiFormat(Format):
                 prev_side = "user"
         flush()
         doc = Document(self.name, records, segments, probe.raw.source)
-        doc.state.update(chunks=chunks, mirrors=mirrors, pairs=calls.pairs)
+        update_state(doc.state, chunks=chunks, mirrors=mirrors, pairs=calls.pairs)
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        chunks = doc.state.get("chunks", {})
+        chunks = doc.state.chunks
         by_id = {s.id: s for s in doc.segments}
         for seg, _text in self.replace_texts(data, doc, edits):
             for j in chunks.get(seg.id, []):
@@ -194,7 +195,7 @@ class GeminiFormat(Format):
         def record_of(seg: Segment) -> int | None:
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         for sid, more in chunks.items():
             if record_of(by_id[sid]) in dropped:
                 dropped.update(more)

@@ -81,7 +81,7 @@ class OpenAIChatFormat(Format):
         self.replace_texts(data, doc, edits)
         msgs, base = messages_of(data)
         assert msgs is not None
-        dropped_msgs = _fully_dropped(doc, edits.drop, doc.state.get("pairs", []))
+        dropped_msgs = _fully_dropped(doc, edits.drop, doc.state.pairs)
         first = min(dropped_msgs) if dropped_msgs else None
         kept: list[Any] = []
         inserted = False
@@ -129,9 +129,9 @@ class ChatReader:
 
     def document(self, data: Any, source: str) -> Document:
         doc = Document(OpenAIChatFormat.name, data, list(self.segments), source)
-        doc.state["mirrors"] = self.mirrors
-        doc.state["base"] = self.base
-        doc.state["pairs"] = self.calls.pairs
+        doc.state.mirrors = self.mirrors
+        doc.state.base = self.base
+        doc.state.pairs = self.calls.pairs
         return doc
 
     def _message(self, i: int, msg: Any) -> None:
@@ -206,7 +206,7 @@ class ChatReader:
 
 def _fully_dropped(doc: Document, drop: set[str], pairs: Iterable[tuple[str, str]] = ()) -> set[int]:
     """Message indices all of whose segments are dropped, keeping calls and results together."""
-    base = doc.state.get("base", ())
+    base = doc.state.base
 
     def record_of(s: Segment) -> int | None:
         if s.origin and len(s.origin) > len(base):

@@ -36,7 +36,7 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Format, Probe, make_segment, name_of, norm_id, plan_drops
+from .base import CallIndex, Document, Edits, Format, Probe, make_segment, name_of, norm_id, plan_drops, update_state
 
 _V1_KINDS = ("ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
              "UserRejectObservation", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
@@ -129,7 +129,7 @@ class OpenHandsFormat(Format):
         else:
             self._read_v0(probe, data, events, base, ctx)
         doc.segments = ctx.segments
-        doc.state.update(mirrors=ctx.mirrors, clear=ctx.clear, pairs=ctx.calls.pairs, base=base,
+        update_state(doc.state, mirrors=ctx.mirrors, clear=ctx.clear, pairs=ctx.calls.pairs, base=base,
                          version="v1" if v1 else "v0")
         return doc
 
@@ -399,9 +399,9 @@ class OpenHandsFormat(Format):
         data = self.copy_data(doc)
         if edits is None or edits.is_empty():
             return data
-        mirrors = doc.state.get("mirrors", {})
-        clear = doc.state.get("clear", {})
-        base = tuple(doc.state.get("base", ()))
+        mirrors = doc.state.mirrors
+        clear = doc.state.clear
+        base = tuple(doc.state.base)
         by_id = {s.id: s for s in doc.segments}
         for seg, _text in self.replace_texts(data, doc, edits):
             for cp in clear.get(seg.id, []):
@@ -420,7 +420,7 @@ class OpenHandsFormat(Format):
                 return int(seg.id[1:].split(".")[0])
             return None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         # the eval record's instruction goes with the message it repeats (or when dropped itself)
         if base and isinstance(data.get("instruction"), str):
             for sid, paths in mirrors.items():
@@ -431,7 +431,7 @@ class OpenHandsFormat(Format):
                 data["instruction"] = ""
         events, _ = events_of(data)
         assert events is not None
-        v1 = doc.state.get("version") == "v1"
+        v1 = doc.state.version == "v1"
         if v1:
             # observations follow their action out even when they hold no segment
             gone_ids = {norm_id(events[i].get("id")) for i in dropped} - {None}

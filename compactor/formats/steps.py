@@ -6,7 +6,7 @@ Also accepted: a bare JSON array of step objects. A step is ``{"step": "s1", "ac
 own id. ``step_id`` is the step's ``"step"`` value (``s<position>`` when missing), ``step`` its
 1-based position. ``current_objective`` is a user message segment at step 0 (step id ``s0``),
 like a system prompt: it frames every step. Objective and budget are kept in
-``doc.state["objective"]`` / ``doc.state["budget"]``.
+``doc.state.objective`` / ``doc.state.budget``.
 
 A summary written back is a step of its own shape: ``{"step": "summary", "role": "user",
 "content": "..."}``; steps with ``content`` read back as message segments.
@@ -142,10 +142,10 @@ class StepsFormat(Format):
                     kind=SegmentKind.tool_result, text=_text_of(obs), call_id=call_id if paired else None,
                     tool_name=name, command=cmd, origin=(*path, "observation")))
         doc = Document(self.name, data, segments, probe.raw.source)
-        doc.state["base"] = base
-        doc.state["pairs"] = calls.pairs
-        doc.state["objective"] = data.get("current_objective") if base else None
-        doc.state["budget"] = data.get("token_budget_for_summary") if base else None
+        doc.state.base = base
+        doc.state.pairs = calls.pairs
+        doc.state.objective = data.get("current_objective") if base else None
+        doc.state.budget = data.get("token_budget_for_summary") if base else None
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
@@ -153,14 +153,14 @@ class StepsFormat(Format):
         if edits is None or edits.is_empty():
             return data
         self.replace_texts(data, doc, edits)
-        base = doc.state.get("base", ())
+        base = doc.state.base
         steps, _ = steps_of(data)
         assert steps is not None
 
         def record_of(seg: Segment) -> int | None:
             return int(seg.origin[len(base)]) if len(seg.origin) > len(base) else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)
         text = edits.summary
         kept = self.splice(steps, dropped, insert_at, (lambda _i: self.make_message("user", text)) if text else None)

@@ -234,11 +234,11 @@ class SweAgentFormat(Format):
                     except (KeyError, IndexError, TypeError):
                         pass
         doc = Document(self.name, data, segments, probe.raw.source)
-        doc.state["mirrors"] = mirrors
-        doc.state["pairs"] = calls.pairs + text_pairs
-        doc.state["snapshots"] = snapshots
-        doc.state["function_calling"] = any(m.get("role") == "tool" for m in hist)
-        doc.state["action_steps"] = _action_steps(hist, len(traj))
+        doc.state.mirrors = mirrors
+        doc.state.pairs = calls.pairs + text_pairs
+        doc.state.snapshots = snapshots
+        doc.state.function_calling = any(m.get("role") == "tool" for m in hist)
+        doc.state.action_steps = _action_steps(hist, len(traj))
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
@@ -250,7 +250,7 @@ class SweAgentFormat(Format):
         def record_of(seg: Segment) -> int | None:
             return int(seg.origin[1]) if len(seg.origin) > 1 and seg.origin[0] == "history" else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         hist = data["history"]
         insert_at: int | None = min(dropped) if dropped else None
         if insert_at is None and edits.summary:
@@ -268,7 +268,7 @@ class SweAgentFormat(Format):
         data["history"] = kept
         if dropped:
             traj = data["trajectory"]
-            gone_steps = {k for i, k in doc.state.get("action_steps", {}).items() if int(i) in dropped}
+            gone_steps = {k for i, k in doc.state.action_steps.items() if int(i) in dropped}
             for st in traj:
                 msgs = st.get("messages") if isinstance(st, dict) else None
                 if isinstance(msgs, list):
