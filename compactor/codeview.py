@@ -429,7 +429,10 @@ _CHROME = re.compile(
     r"Showing page \d|To save on context only part of this file|<response clipped>|<NOTE>|"
     r"The output of your last command was too long|Please try a different command|"
     r"Found \d+ match(?:es)? for |No matches found for |End of matches for |"
-    r"\d+ characters elided$|bash-\$$|\$ ?$)"
+    r"\d+ characters elided$|bash-\$$|\$ ?$|"
+    r"This is how your edit would have looked if applied|This is the original code before your edit|"
+    r"-{20,}$|You either need to 1\) Specify the correct|DO NOT re-run the same failed edit command|"
+    r"Your command ran successfully and did not produce any output\.?$|Please understand the fixes and retry)"
 )
 _VIEWER_ERROR = re.compile(
     r"^(?:cat|sed|head|tail|nl|less|more|awk|ls|find|grep|rg|tree|bat|git|diff|bash|sh|zsh)(?: \S+)?: |"

@@ -142,8 +142,12 @@ def harden(state, store, counter) -> None:
     results = [s for s in segs if s.kind == SegmentKind.tool_result and not s.meta]
     if len(results) <= 1:
         return
-    k = cfg.keep_recent
-    recent = {s.id for s in results[len(results) - k:]} if k else set()
+    # "older" is what the Level 1 stage collapsed: the outputs before its boundary, which moves in
+    # batches (so the rewritten history stays a stable prefix for prompt caches)
+    every = [s for s in segs if s.kind == SegmentKind.tool_result]
+    boundary = state.boundary if state.boundary is not None else max(0, len(every) - cfg.keep_recent)
+    old = {s.id for s in every[:boundary]}
+    recent = {s.id for s in results if s.id not in old}
     first_recent_step = min((s.step for s in results if s.id in recent), default=None)
     failed_calls: set[str] = set()
     for s in results:
