@@ -412,7 +412,7 @@ class _Escalation:
         if segs:
             lo, hi = segs[0].step_id, segs[-1].step_id
             rng = lo if lo == hi else f"{lo}–{hi}"
-        text = render(lines, marker_line(self.lang, len(segs), rng, budget, ref))
+        text = render(lines, marker_line(self.lang, len(segs), rng, ref))
         return dropped, text
 
     def ladder_floor(self, budget: int) -> int:

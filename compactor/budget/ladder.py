@@ -33,7 +33,7 @@ import regex
 
 from ..collapse.older import evidence_spans
 from ..collapse.store import content_id
-from ..models import Anchor, Role, Segment, SegmentKind, Span
+from ..models import Anchor, Segment, SegmentKind, Span
 from ..audit.common import newest_request
 
 __all__ = ["LadderItem", "Plan", "build_items", "PRIORITIES"]
@@ -345,9 +345,5 @@ def render(items: list[LadderItem], marker: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def marker_line(lang: str, n: int, rng: str, budget: int, ref: str) -> str:
-    return _H.get(lang, _H["en"])["marker"].format(n=n, rng=rng, budget=budget, ref=ref)
-
-
-def is_user(seg: Segment) -> bool:
-    return seg.role == Role.user
+def marker_line(lang: str, n: int, rng: str, ref: str) -> str:
+    return _H.get(lang, _H["en"])["marker"].format(n=n, rng=rng, ref=ref)
