@@ -20,7 +20,7 @@ PKG = Path(compactor.__file__).resolve().parent
 # import each other in a circle (the cycle check below).
 ROOMS: dict[str, int] = {
     # ground floor: data, errors, the syntax compactor writes, text normalisation, token counting
-    "errors": 0, "syntax": 0, "models": 0, "normalize": 0, "tokens": 0, "config": 0,
+    "errors": 0, "syntax": 0, "codeview": 0, "models": 0, "normalize": 0, "tokens": 0, "config": 0,
     "formats": 1,              # read / write edge, input decoding, layout detection
     "engine": 2,               # rule engines (protect, classify, secret, cue), loader, examples, pump
     "detect": 3, "secrets": 3,  # detect stage; secret scanning and redaction
