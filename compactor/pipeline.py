@@ -216,6 +216,15 @@ class Compactor:
         redacted: dict[str, int] = {}
         summary = state.summary
         anchor = state.anchor
+        if anchor is not None:
+            # the continuation questions: what the anchor cannot answer is back-filled from the
+            # trajectory, and the self-check report says so
+            from .anchor import continuation_check
+
+            anchor, filled = continuation_check(anchor, state.segments)
+            if filled and state.self_check is not None:
+                state.self_check = state.self_check.model_copy(update={
+                    "backfilled": [*state.self_check.backfilled, *(f"continuation:{x}" for x in filled)]})
         if anchor is not None and state.config.anchor_max_tokens:
             from .anchor import bound_anchor  # the anchor's default size bound, filled by priority
 
