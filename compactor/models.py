@@ -17,6 +17,7 @@ __all__ = [
     "Anchor",
     "AnchorCursor",
     "ChangeMade",
+    "CutItem",
     "CompactionResult",
     "Decision",
     "Diagnostic",
@@ -341,6 +342,16 @@ class SelfCheck(Frozen):
         return self.continuity and self.anti_repeat and self.evidence_chain
 
 
+class CutItem(Frozen):
+    """Something the budget cut from the verbatim output (it stays reachable by reference)."""
+
+    priority: int = Field(ge=1, le=6, description="ladder priority: 1 request/constraints … 6 the rest")
+    what: str
+    step: str = ""
+    ref: str | None = Field(default=None, description="reference that expands to the original, when it has its own")
+    text: str = ""
+
+
 class Report(Frozen):
     schema_version: str = SCHEMA_VERSION
     format: str
@@ -360,6 +371,9 @@ class Report(Frozen):
     stages: list[str] = Field(default_factory=list)
     redacted: dict[str, int] = Field(default_factory=dict, description="secrets redacted per rule id (--redact)")
     llm: dict[str, Any] | None = Field(default=None, description="what the optional LLM pass changed, rejected, sent and received")
+    floor: int | None = Field(default=None, description="with a budget: the smallest output the budget can reach (newest request, user constraints, live error header), tokens as written")
+    tokens_sent: int | None = Field(default=None, description="with a budget: tokens of the output as written in the layout and read back (mirror copies included)")
+    cut: list[CutItem] = Field(default_factory=list, description="with a budget: what was cut to fit, in priority order; folded originals expand back")
 
     @property
     def ratio(self) -> float:
