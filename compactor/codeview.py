@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["Definition", "View", "classify", "language_of", "split_commands"]
+__all__ = ["Definition", "View", "call_kind", "classify", "language_of", "split_commands"]
 
 SOURCE, DIFF, LISTING, SEARCH, LOG, EMPTY = "source", "diff", "listing", "search", "log", "empty"
 CODE, ENTRY, CHROME, TEXT = "code", "entry", "chrome", "text"
@@ -118,8 +118,30 @@ def language_of(path: str) -> str:
     return _lexer_name("x." + ext)
 
 
+@lru_cache(maxsize=1)
+def _ext_map() -> dict[str, str]:
+    """Extension -> pygments lexer name, from pygments' lexer registry (plain data: no lexer is
+    imported). Simple ``*.ext`` patterns only; when several lexers claim an extension the first
+    in the registry's sorted order wins (deterministic)."""
+    from pygments.lexers._mapping import LEXERS
+
+    claims: dict[str, list[str]] = {}
+    for key in sorted(LEXERS):
+        _module, name, _aliases, filenames, _mimes = LEXERS[key]
+        for pat in filenames:
+            if pat.startswith("*.") and all(c not in pat[2:] for c in "*?[]"):
+                claims.setdefault(pat[2:].lower(), []).append(name)
+    # several lexers for one extension: a plain language over a template combination ("SQL"
+    # over "SQL+Jinja"), then the shortest name ("C" over "C++" for .h), then by name
+    return {ext: min(names, key=lambda n: ("+" in n, len(n), n)) for ext, names in claims.items()}
+
+
 @lru_cache(maxsize=512)
 def _lexer_name(fname: str) -> str:
+    ext = fname.rsplit(".", 1)[-1].lower()
+    name = _ext_map().get(ext)
+    if name is not None:
+        return name
     from pygments.lexers import find_lexer_class_for_filename
 
     try:
@@ -181,6 +203,15 @@ def split_commands(command: str) -> list[list[str]]:
 
     Quotes are honoured; ``|``, ``||``, ``&&``, ``;`` and newlines separate commands. Never
     raises: an unbalanced quote ends the word at the end of the line."""
+    return [list(a) for a in _split_cached(command)]
+
+
+@lru_cache(maxsize=4096)
+def _split_cached(command: str) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(a) for a in _split(command))
+
+
+def _split(command: str) -> list[list[str]]:
     text = _strip_heredocs(command) if "<<" in command else command
     out: list[list[str]] = []
     cur: list[str] = []
@@ -607,8 +638,30 @@ def _sniff(lines: list[str]) -> str:
     return ""
 
 
+@lru_cache(maxsize=4096)
+def call_kind(command: str | None = None, tool: str | None = None, path: str | None = None) -> str:
+    """What a call's output will be, from the call alone (no output needed): ``source``,
+    ``diff``, ``listing``, ``search``, ``log`` or ``empty``. Cheap: no line is looked at."""
+    call: _Call | None = None
+    if tool:
+        call = _from_tool(tool, command or "", path or "")
+    if call is None and command:
+        call = _from_command(command)
+    return call.kind if call is not None else LOG
+
+
 def classify(output: str, *, command: str | None = None, tool: str | None = None, path: str | None = None) -> View:
     """What ``output`` (a tool result) shows, given the call that produced it.
+
+    Results are cached by content: a conversation compacted every turn classifies each output
+    once.
+    """
+    return _classify_cached(output, command, tool, path)
+
+
+@lru_cache(maxsize=1024)
+def _classify_cached(output: str, command: str | None, tool: str | None, path: str | None) -> View:
+    """See :func:`classify`.
 
     ``tool`` is the tool's name (``bash``, ``str_replace_editor``, ``Read``, ...), ``command``
     the command line or the call's argument text, ``path`` the path argument when the caller

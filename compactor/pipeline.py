@@ -346,6 +346,15 @@ class Compactor:
         """The seed-001 self-check. The budget stage checks every candidate it renders; what is
         left to check here is an anchor the refine stage changed (it must still hold every
         protected item: anything missing is put back)."""
+        if state.anchor is not None:
+            # the continuation questions: what the anchor cannot answer is back-filled from the
+            # trajectory, and the self-check report says so
+            from .anchor import continuation_check
+
+            state.anchor, filled = continuation_check(state.anchor, state.segments)
+            if filled and state.self_check is not None:
+                state.self_check = state.self_check.model_copy(update={
+                    "backfilled": [*state.self_check.backfilled, *(f"continuation:{x}" for x in filled)]})
         if state.config.level == 0 or not state.refined:
             return
         from .audit.selfcheck import check_state

@@ -34,7 +34,7 @@ from ..models import (
     Span,
     UserConstraint,
 )
-from ..codeview import View, classify, split_commands
+from ..codeview import View, call_kind, classify, split_commands
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
@@ -171,7 +171,7 @@ def _revises(prev: IntentItem | None, text: str) -> bool:
         return False
     if n >= len(a.rstrip(" .。?？!！")):
         return True  # the new request extends the previous one
-    return n >= 16 and n * 10 >= len(a) * 6 and not _REPLACES.search(b[n:])
+    return n >= 16 and n * 10 >= len(a) * 4 and not _REPLACES.search(b[n:])
 
 
 _REPLACES = C.regex.compile(r"(?i)\b(?:instead|rather than|not|no longer)\b|而不是|改成|改为|换成|不要")
@@ -841,17 +841,18 @@ class _State:
             return  # the agent's closing message echoed back: not an observation of the environment
         kind = pc.kind if pc is not None else "other"
         command = seg.command or (pc.action if pc is not None else "") or ""
-        view = classify(text, command=command, tool=seg.tool_name)
-        key = _command_key(command, kind, pc)
+        lazy = _LazyView(text, command, seg.tool_name)  # classified only when a decision needs it
         # evidence only from lines that are not a file's content, a listing or the tool's framing
         ev_spans = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES and sp.family != "exit-code"
-                    and sp.text.strip() and not _LABEL_ONLY.match(sp.text.strip()) and _span_is_evidence(sp, view)]
+                    and sp.text.strip() and not _LABEL_ONLY.match(sp.text.strip())]
+        if ev_spans:
+            ev_spans = [sp for sp in ev_spans if _span_is_evidence(sp, lazy.v)]
         flagged = seg.is_error is True or (seg.exit_code is not None and seg.exit_code != 0)
         head = text[:4000]
         m_fail = C.EDIT_FAILED.search(head) if kind in ("edit", "read") else None
-        if m_fail is not None and view.shows_code and not _line_is_evidence(head, m_fail.start(), view):
+        if m_fail is not None and lazy.v.shows_code and not _line_is_evidence(head, m_fail.start(), lazy.v):
             m_fail = None  # the failure phrase is a line of the file the editor shows
-        benign = flagged and _benign_exit(command, seg.exit_code, text, view)
+        benign = flagged and _benign_exit(command, seg.exit_code, text)
         if benign:
             flagged = False
         if kind in ("edit", "read"):
@@ -879,8 +880,9 @@ class _State:
                 f = self.files.get(p)
                 if f is not None:
                     f["unfinished"] = change_failed
+        key = _command_key(command, kind, pc) if failed or self.error_keys or kind == "shell" else ""
         if failed:
-            line = _error_line(head, view, ev_spans, m_fail, kind)
+            line = _error_line(head, lazy.v, ev_spans, m_fail, kind)
             self.last_error = shorten(line, 400) if len(line) > 400 else line
             self.last_error_step = step
             self.last_result_error = True
@@ -899,11 +901,12 @@ class _State:
         else:
             self.last_result_error = False
             self._resolve(key, step, module=_installed_module(command))
-            if key and kind == "shell":
-                ok = _passing_line(text, view)
+            if key and kind == "shell" and _PASSING.search(text[-20_000:]):
+                ok = _passing_line(text, lazy.v)
                 if ok:
                     self._verification(ok, step, key)
-        if view.kind == "diff" and not failed:
+        diffish = text.startswith("@@ ") or "\n@@ " in text[:200_000]
+        if diffish and not failed and lazy.v.kind == "diff":
             self._applied_diff(text, step, seg.tool_name or "")
         if "Applied edit to " in text:
             # a chat tool's edit (aider): the file it reports as edited changed
@@ -926,9 +929,9 @@ class _State:
         if kind in ("read", "edit"):
             return  # file contents, not observations
         via = pc.action if pc is not None else (seg.command or "")
-        if view.kind in ("source", "diff", "listing"):
+        if (diffish and lazy.v.kind == "diff") or call_kind(command, seg.tool_name) in ("source", "diff", "listing"):
             return  # a file's content or a directory listing states no facts
-        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans], view=view)
+        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans])
 
     def _facts(self, text: str, spans: Sequence[Span], step: str, via: str, *, prose: bool,
                skip: Sequence[str] = (), view: View | None = None) -> None:
@@ -1135,6 +1138,23 @@ def _command_key(command: str, kind: str, pc: PendingCall | None) -> str:
 
 
 _PASS_RESOLVES = True
+
+
+class _LazyView:
+    """codeview's view of one tool output, computed on first use."""
+
+    __slots__ = ("_args", "_view")
+
+    def __init__(self, text: str, command: str, tool: str | None) -> None:
+        self._args = (text, command, tool)
+        self._view: View | None = None
+
+    @property
+    def v(self) -> View:
+        if self._view is None:
+            text, command, tool = self._args
+            self._view = classify(text, command=command, tool=tool)
+        return self._view
 _APPLIED_EDIT = C.regex.compile(r"^Applied edit to (\S+?)\s*$", C.regex.M)
 _SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command", "Bash"})
 _DIFF_FILE = C.regex.compile(r"^\+\+\+ (\S+)|^--- (\S+)")
@@ -1207,7 +1227,7 @@ def _span_is_evidence(sp: Span, view: View) -> bool:
     return any(view.evidence_ok(i) for i in range(sp.line_start - 1, sp.line_end))
 
 
-def _benign_exit(command: str, exit_code: int | None, text: str, view: View) -> bool:
+def _benign_exit(command: str, exit_code: int | None, text: str) -> bool:
     """A non-zero exit that is an answer, not a failure: a search that found nothing, a compare
     that found a difference, a test that was false, a commit with nothing to commit."""
     if "nothing to commit" in text and "git" in command and "commit" in command:

@@ -39,8 +39,7 @@ def _failed(seg: Segment) -> bool:
     flagged = seg.is_error is True or (seg.exit_code is not None and seg.exit_code != 0)
     if not flagged:
         return False
-    view = classify(seg.text, command=seg.command, tool=seg.tool_name)
-    return not _benign_exit(seg.command or "", seg.exit_code, seg.text, view)
+    return not _benign_exit(seg.command or "", seg.exit_code, seg.text)
 
 
 def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anchor, list[str]]:
