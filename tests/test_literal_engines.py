@@ -113,3 +113,17 @@ def test_hyperscan_database_is_cached_on_disk_and_safe_to_delete(tmp_path, monke
 def test_unknown_engine_is_refused():
     with pytest.raises(ValueError):
         LiteralScanner([("x", False)], "nope")
+
+
+def test_many_dense_lines_across_chunks_stay_exact():
+    lines = []
+    for i in range(3000):
+        if i % 3 == 0:
+            lines.append("0x=_ " * 120 + ("Traceback" if i % 7 == 0 else "x"))
+        else:
+            lines.append(f"line {i} " + ("ERROR at a.py:3" if i % 11 == 0 else "ok"))
+    text = "\n".join(lines)
+    ref = _hits(text, "python")
+    for eng in ENGINES[:-1]:
+        assert _hits(text, eng) == ref
+    assert ref[("Traceback", False)] == [i for i in range(0, 3000, 3) if i % 7 == 0]
