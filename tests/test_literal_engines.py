@@ -126,4 +126,4 @@ def test_many_dense_lines_across_chunks_stay_exact():
     ref = _hits(text, "python")
     for eng in ENGINES[:-1]:
         assert _hits(text, eng) == ref
-    assert ref[("Traceback", False)] == [i for i in range(0, 3000, 3) if i % 7 == 0]
+    assert ref[("traceback", True)] == [i for i in range(0, 3000, 3) if i % 7 == 0]
