@@ -69,6 +69,18 @@ class TextView:
         sample = self.lines[:5]
         if any(CI_PREFIX.match(line) for line in sample):
             self.prefix = [_ci_prefix(line) for line in self.lines]
+        # a fuzzing engine's log prefix in front of the target's own output (Centipede's
+        # 'CRASH LOG: '): rules see the sanitizer report as the target printed it
+        for tag in ENGINE_PREFIXES:
+            if tag in self.text:
+                if self.prefix is None:
+                    self.prefix = [0] * len(self.lines)
+                n = len(tag)
+                pre = self.prefix
+                for i, line in enumerate(self.lines):
+                    k = pre[i]
+                    if line.startswith(tag, k):
+                        pre[i] = k + n
 
     @property
     def lower(self) -> str:
@@ -142,6 +154,10 @@ class TextView:
         for lit in literals:
             found.update(self.lines_with(lit, ignore_case))
         return sorted(found)
+
+
+# log prefixes a fuzzing engine puts before each line of the target's output
+ENGINE_PREFIXES = ("CRASH LOG: ",)
 
 
 def _line_starts(lines: list) -> list[int]:
