@@ -96,9 +96,11 @@ class LiteralScanner:
             raise ValueError(f"unknown literal engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if engine not in engines:
             raise ValueError(f"literal engine {engine!r} is not installed")
-        self.engine = engine
         self._db = None
         self._ac = None
+        if not self._bytes_keys:
+            engine = "python"  # nothing to build a database from
+        self.engine = engine
         if engine == "hyperscan":
             import hyperscan
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import RuleError
-from .schema import Rule
+from .schema import Rule, remember_valid_patterns
 
 __all__ = ["RuleSet", "builtin_rules_dir", "load_rules"]
 
@@ -123,4 +123,5 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool) -> RuleSet:
             + ("; ..." if len(problems) > 5 else ""),
             problems=problems,
         )
+    remember_valid_patterns()
     return RuleSet(list(rules.values()))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import add
 from typing import Iterable
@@ -232,6 +232,12 @@ class CompiledRule:
         """Return (start, end, line_start, line_end, elidable) tuples, 0-based lines inclusive."""
         raise NotImplementedError
 
+    def warm(self) -> "CompiledRule":
+        """Compile every pattern now (they are compiled on first use otherwise)."""
+        for name in ("pat", "whole", "start", "cont", "end", "before"):
+            getattr(self, name, None)
+        return self
+
     def _lines(self, view: TextView) -> Iterable[int] | None:
         if self.prefilter:
             return view.candidates(self.prefilter, self.ignore_case)
@@ -244,8 +250,16 @@ class RegexRule(CompiledRule):
         spec = rule.regex_
         assert spec is not None
         self.spec = spec
-        self.pat = _compile(spec.pattern, _flags(spec.flags))
-        self.whole = _compile(spec.pattern, _flags(spec.flags) | regex.MULTILINE)
+
+    # compiled on first use: with the one-pass literal scan, a rule whose literals never occur is
+    # never compiled (compiling is most of a short run's start-up)
+    @cached_property
+    def pat(self) -> regex.Pattern:
+        return _compile(self.spec.pattern, _flags(self.spec.flags))
+
+    @cached_property
+    def whole(self) -> regex.Pattern:
+        return _compile(self.spec.pattern, _flags(self.spec.flags) | regex.MULTILINE)
 
     def find(self, view: TextView, budget: float):
         out = []
@@ -303,10 +317,22 @@ class LineBlockRule(CompiledRule):
         spec = rule.line_block
         assert spec is not None
         self.spec = spec
-        self.start = _compile(spec.start, 0)
-        self.cont = [_compile(p, 0) for p in spec.continue_]
-        self.end = _compile(spec.end, 0) if spec.end else None
-        self.before = [_compile(p, 0) for p in spec.before]
+
+    @cached_property
+    def start(self) -> regex.Pattern:
+        return _compile(self.spec.start, 0)
+
+    @cached_property
+    def cont(self) -> list[regex.Pattern]:
+        return [_compile(p, 0) for p in self.spec.continue_]
+
+    @cached_property
+    def end(self) -> regex.Pattern | None:
+        return _compile(self.spec.end, 0) if self.spec.end else None
+
+    @cached_property
+    def before(self) -> list[regex.Pattern]:
+        return [_compile(p, 0) for p in self.spec.before]
 
     def _continues(self, line: str, budget: float) -> bool:
         for p in self.cont:

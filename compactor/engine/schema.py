@@ -50,12 +50,61 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+_KNOWN_VALID: set[str] | None = None  # digests of patterns that compiled before (this regex version)
+_NEW_VALID: set[str] = set()
+
+
+def _valid_cache_path():
+    from pathlib import Path
+    import os
+
+    base = os.environ.get("COMPACTOR_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "compactor")
+    return Path(base) / f"valid-patterns-regex-{getattr(regex, '__version__', '0')}.txt"
+
+
 def _check_pattern(p: str) -> str:
+    """Compile to validate; a pattern that compiled before with this ``regex`` version (digest in
+    the cache file, safe to delete) is not compiled again: compiling is most of rule loading."""
+    global _KNOWN_VALID
+    import hashlib
+
+    if _KNOWN_VALID is None:
+        try:
+            _KNOWN_VALID = set(_valid_cache_path().read_text(encoding="ascii").split())
+        except (OSError, ValueError):
+            _KNOWN_VALID = set()
+    digest = hashlib.sha256(p.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    if digest in _KNOWN_VALID:
+        return p
     try:
         regex.compile(p)
     except regex.error as exc:
         raise ValueError(f"invalid regular expression {p!r}: {exc}") from None
+    _NEW_VALID.add(digest)
     return p
+
+
+def remember_valid_patterns() -> None:
+    """Write the digests of newly validated patterns to the cache (best effort)."""
+    global _KNOWN_VALID
+    if not _NEW_VALID:
+        return
+    import os
+    import tempfile
+
+    path = _valid_cache_path()
+    known = set(_KNOWN_VALID or ()) | _NEW_VALID
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".valid-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write("\n".join(sorted(known)) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        return
+    _KNOWN_VALID = known
+    _NEW_VALID.clear()
 
 
 class Examples(_Strict):
