@@ -32,7 +32,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from compactor.anchor import anchor_tokens, build_anchor, merge  # noqa: E402
+from compactor.anchor import build_anchor, merge
+from compactor.budget import anchor_tokens  # noqa: E402
 from compactor.models import Segment, SegmentKind  # noqa: E402
 from compactor.normalize import normalize  # noqa: E402
 from compactor.pipeline import Compactor, load_document  # noqa: E402

@@ -24,7 +24,7 @@ from .errors import (
     RuleError,
     StoreError,
 )
-from .formats import Document, Edits, REGISTRY as FORMATS
+from .formats import Document, Edits, REGISTRY as FORMATS, load_document
 from .models import (
     Anchor,
     CompactionResult,
@@ -34,11 +34,12 @@ from .models import (
     Segment,
     Span,
 )
-from .pipeline import Compactor, compact, load_document
+from .pipeline import Compactor, compact
 from .engine import load_rules
 from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
-from .policy import Decision, should_compact
+from .tools import TriggerDecision, should_compact
+
 from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
 
 __all__ = [
@@ -50,7 +51,6 @@ __all__ = [
     "CompactorConfig",
     "CompactorError",
     "ConfigError",
-    "Decision",
     "Diagnostic",
     "Document",
     "Edits",
@@ -64,6 +64,7 @@ __all__ = [
     "Segment",
     "Span",
     "StoreError",
+    "TriggerDecision",
     "TrimOptions",
     "TrimResult",
     "TrimStats",

@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-v", "--verbose", action="store_true")
     _add_common_rules_test(q)
 
+    p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
+    _add_common(p)
+
     _add_policy_commands(sub)
     return parser
 
@@ -114,12 +117,12 @@ def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
 
 
 def _add_policy_commands(sub) -> None:
-    """check / audit / memory: present when the policy package is installed with compactor."""
+    """check / audit / memory: the tools built on the public API."""
     try:
-        from .policy import cli as policy_cli
+        from .tools import cli as tools_cli
     except ImportError:
         return
-    policy_cli.add_commands(sub, _add_common)
+    tools_cli.add_commands(sub, _add_common)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -171,7 +174,7 @@ def cmd_compact(args) -> int:
         options["llm_timeout"] = args.llm_timeout
     comp = _compactor(args, **options)
     source = None if args.input == "-" else args.input
-    from .inputs import make_probe, read_input
+    from .formats.inputs import make_probe, read_input
     from .formats import read_document
 
     doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
@@ -355,6 +358,17 @@ def cmd_rules(args) -> int:
     return 2
 
 
+def cmd_mcp(args) -> int:
+    try:
+        from .integrations.mcp_server import run_stdio
+    except ImportError as exc:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{exc}") from None
+    run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "compact": cmd_compact,
     "trim": cmd_trim,
@@ -362,6 +376,7 @@ COMMANDS: dict[str, Callable[[Any], int]] = {
     "expand": cmd_expand,
     "formats": cmd_formats,
     "rules": cmd_rules,
+    "mcp": cmd_mcp,
 }
 
 
@@ -378,9 +393,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         handler = COMMANDS.get(args.command)
         if handler is None:
-            from .policy import cli as policy_cli
+            from .tools import cli as tools_cli
 
-            handler = policy_cli.COMMANDS[args.command]
+            handler = tools_cli.COMMANDS[args.command]
         return handler(args)
     except CompactorError as exc:
         if verbose:

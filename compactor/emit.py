@@ -43,7 +43,7 @@ def render(result: CompactionResult, emit: str = "json", *, lang: str = "en") ->
             return to_markdown(result.anchor, lang=lang)
         if result.handoff:
             return result.handoff
-        from .policy.handoff import handoff_document
+        from .budget.handoff import handoff_document
 
         return handoff_document(result, lang=lang)
     raise ConfigError(f"unknown --emit {emit!r}; choose one of {', '.join(EMITS)}")

@@ -20,13 +20,12 @@ import pytest
 
 from compactor.anchor import (
     SEED_FIELDS,
-    anchor_tokens,
     build_anchor,
-    fit_budget,
     merge,
     to_markdown,
     to_seed_json,
 )
+from compactor.budget import anchor_tokens, fit_budget
 from compactor.errors import BudgetError
 from compactor.models import Anchor, Role, Segment, SegmentKind, Span
 from compactor.normalize import normalize

@@ -16,8 +16,8 @@ from functools import lru_cache
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compactor.anchor import anchor_tokens, build_anchor, fit_budget, merge, to_markdown, to_seed_json
-from compactor.anchor.budget import drop_order
+from compactor.anchor import build_anchor, merge, to_markdown, to_seed_json
+from compactor.budget.anchor_fit import anchor_tokens, drop_order, fit_budget
 from compactor.errors import BudgetError
 from compactor.models import Anchor, Role, Segment, SegmentKind
 from compactor.normalize import normalize
@@ -179,7 +179,7 @@ def _all_ids(a: Anchor) -> set[str]:
 
 def _floor(a: Anchor) -> int:
     """Tokens of the anchor with every droppable item gone: what BudgetError is about."""
-    from compactor.anchor.budget import _without
+    from compactor.budget.anchor_fit import _without
 
     drop: dict[str, set[str]] = {}
     for _, attr, k in drop_order(a):

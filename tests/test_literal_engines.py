@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from compactor.detect import Detector
 from compactor.engine import load_rules
-from compactor.engine.literals import LINE_CAP, LiteralScanner, available_engines
+from compactor.engine.literals import LINE_CAP, LiteralScanner, available_engines, literal_key
 from compactor.engine.matchers import TextView, find_all, literal_scanner
 
 DET = Detector(load_rules())
@@ -127,3 +127,12 @@ def test_many_dense_lines_across_chunks_stay_exact():
     for eng in ENGINES[:-1]:
         assert _hits(text, eng) == ref
     assert ref[("traceback", True)] == [i for i in range(0, 3000, 3) if i % 7 == 0]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_only_non_ascii_case_insensitive_literals(engine):
+    # nothing for a multi-literal engine to compile: the scanner still finds the lines
+    sc = LiteralScanner([("Ошибка", True), ("Ärger", True)], engine)
+    view = TextView("ok\nОШИБКА: сбой\näRGER here\n")
+    sc.scan(view)
+    assert view._hits[literal_key("Ошибка", True)] == [1] and view._hits[literal_key("Ärger", True)] == [2]

@@ -12,22 +12,20 @@ Public API:
 - :func:`merge` — evolve an existing anchor with the segments that came after it (merging step
   by step gives the same anchor as building at once);
 - :func:`to_seed_json` / :func:`to_markdown` — seed-000 JSON, Markdown in English or in seed
-  001's Chinese layout;
-- :func:`fit_budget` / :func:`anchor_tokens` — fit the anchor into a token budget.
+  001's Chinese layout.
+
+Fitting the anchor into a token budget lives in :mod:`compactor.budget`.
 """
 
 from __future__ import annotations
 
-from .budget import anchor_tokens, fit_budget
 from .build import EVIDENCE_FAMILIES, build_anchor, merge
 from .render import SEED_FIELDS, to_markdown, to_seed_json
 
 __all__ = [
     "EVIDENCE_FAMILIES",
     "SEED_FIELDS",
-    "anchor_tokens",
     "build_anchor",
-    "fit_budget",
     "merge",
     "to_markdown",
     "to_seed_json",

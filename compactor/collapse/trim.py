@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import codecs
 import heapq
+import os
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ from ..detect import Detector
 from ..engine.matchers import TextView
 from ..normalize import normalize_line
 from .fold import informative, short, summarize, template_of
-from .store import Store
+from .store import Store, open_store
 
 __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "Trimmer", "github_summary",
            "iter_decoded", "trim", "trim_stream", "trim_text"]
@@ -783,19 +784,24 @@ def _detector(rules: tuple[str, ...]) -> Detector:
 
 
 def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | Iterable[str | bytes | Path] | None = None,
-         options: TrimOptions | None = None, rules: Iterable[str | Path] = (), **option_fields) -> TrimResult:
+         options: TrimOptions | None = None, rules: Iterable[str | Path] = (),
+         store: Store | str | os.PathLike[str] | None = None, **option_fields) -> TrimResult:
     """Trim a CI log: keep errors, traces and their context verbatim, fold the rest.
 
     ``log``: the log text (``str``), its bytes, or a path (``pathlib.Path``). ``baseline``: the
     log(s) of passing runs of the same job (text, bytes, paths, or a :class:`Baseline`); lines
     whose shape also occurs there fold first. ``options``: a :class:`TrimOptions`, or its fields as
     keyword arguments (``context=3``, ``github=True``, ``receipt=False``...). ``rules``: extra rule
-    directories. A log with nothing to fold comes back untouched.
+    directories. ``store``: a :class:`Store` or a store path; when given, every folded region is
+    stored and its summary carries a ``ref`` that ``Compactor.expand`` turns back into the exact
+    lines. A log with nothing to fold comes back untouched.
     """
     opts = options or TrimOptions(**{"receipt": False, **option_fields})
     det = _detector(tuple(str(r) for r in rules))
     base = _as_baseline(baseline)
-    t = Trimmer(det, opts, None, base)
+    if store is not None and not isinstance(store, Store):
+        store = open_store(store)
+    t = Trimmer(det, opts, store, base)
     parts: list[str] = []
     if isinstance(log, Path):
         with open(log, "rb") as fh:

@@ -32,10 +32,19 @@ from bisect import bisect_right
 from itertools import accumulate
 from operator import add
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .matchers import TextView
+
+class TextView(Protocol):
+    """What the scanner reads of a view (``matchers.TextView`` implements it; this module sits
+    below ``matchers`` and does not import it)."""
+
+    text: str
+    starts: list[int]
+    lines: list[str]
+    _hits: dict[Any, list[int]]
+
+    def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
 __all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "literal_key", "scan_chunked"]
 
@@ -96,11 +105,11 @@ class LiteralScanner:
             raise ValueError(f"unknown literal engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if engine not in engines:
             raise ValueError(f"literal engine {engine!r} is not installed")
+        if not self._bytes_keys:  # nothing for a multi-literal engine (e.g. only non-ASCII case-insensitive literals)
+            engine = "python"
+        self.engine = engine
         self._db = None
         self._ac = None
-        if not self._bytes_keys:
-            engine = "python"  # nothing to build a database from
-        self.engine = engine
         if engine == "hyperscan":
             import hyperscan
 
@@ -110,7 +119,7 @@ class LiteralScanner:
             self._ac = _ahocorasick(self._bytes_keys)
 
     # ------------------------------------------------------------------ scanning
-    def scan(self, view: "TextView") -> None:
+    def scan(self, view: TextView) -> None:
         todo = [k for k in self.keys if k not in view._hits]
         if not todo:
             return
@@ -128,7 +137,7 @@ class LiteralScanner:
         for lit, ci in self._lowered:
             view.lines_with(lit, ci)
 
-    def _bytes_view(self, view: "TextView") -> tuple[bytes, list[int]]:
+    def _bytes_view(self, view: TextView) -> tuple[bytes, list[int]]:
         text = view.text
         if text.isascii():
             return text.encode("ascii"), view.starts
@@ -137,7 +146,7 @@ class LiteralScanner:
         starts = list(map(add, accumulate(map(len, blines[:-1]), initial=0), range(len(blines))))
         return data, starts
 
-    def _scan_hyperscan(self, view: "TextView") -> list[list[int]]:
+    def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
         data, starts = self._bytes_view(view)
         n = len(self._bytes_keys)
         out: list[list[int]] = [[] for _ in range(n)]
@@ -173,7 +182,7 @@ class LiteralScanner:
             self._recheck_dense(view, recheck, out)
         return out
 
-    def _scan_ahocorasick(self, view: "TextView") -> list[list[int]]:
+    def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
         data, starts = self._bytes_view(view)
         n = len(self._bytes_keys)
         out: list[list[int]] = [[] for _ in range(n)]
@@ -217,7 +226,7 @@ class LiteralScanner:
         if caseless is not None:
             yield caseless, caseless_ids, data.lower()
 
-    def _recheck_dense(self, view: "TextView", dense: list[int], out: list[list[int]]) -> None:
+    def _recheck_dense(self, view: TextView, dense: list[int], out: list[list[int]]) -> None:
         """Lines where the scan stopped early: every literal is looked up exactly on them."""
         dense = sorted(set(dense))
         for k, (key, needle, _) in enumerate(self._bytes_keys):

@@ -25,6 +25,7 @@ from typing import Iterable
 
 import regex
 
+from ..errors import RuleTimeout
 from ..models import Span
 from ..normalize import CI_PREFIX
 from .literals import LiteralScanner, literal_key
@@ -36,12 +37,6 @@ __all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all"
 LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lines
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
 PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a speed target
-
-
-class RuleTimeout(Exception):
-    def __init__(self, rule_id: str):
-        self.rule_id = rule_id
-        super().__init__(rule_id)
 
 
 @dataclass

@@ -23,7 +23,7 @@ Called by :meth:`compactor.Compactor._higher_levels` as ``escalate(compactor, st
   escalation that cannot fit raises :class:`~compactor.errors.BudgetError` naming what could not
   be made smaller. It never loops.
 
-- Every compaction ends with the self-check (:mod:`compactor.policy.selfcheck`), which back-fills
+- Every compaction ends with the self-check (:mod:`compactor.audit.selfcheck`), which back-fills
   anything missing; back-filled text counts against the budget like the rest.
 - Level 3 raises the exit signal; ``compactor.level3_count`` counts Level 3 compactions on that
   :class:`~compactor.Compactor`, and from ``config.handoff_after`` on a new session is recommended
@@ -41,9 +41,9 @@ from ..collapse.store import content_id
 from ..errors import BudgetError, CompactorError
 from ..models import Anchor, Diagnostic, Placeholder, Role, SegmentKind, Severity
 from ..normalize import normalize
-from ._common import is_request, newest_request
-from .selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
-from .triggers import is_summary_text
+from ..audit.common import is_request, newest_request
+from ..audit.selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
+from ..syntax import is_summary_text
 
 __all__ = ["escalate", "plan_units", "Unit"]
 
@@ -114,7 +114,8 @@ def _record(seg_id: str) -> str:
 
 class _Escalation:
     def __init__(self, compactor, state, full: Anchor):
-        from ..anchor import fit_budget, to_markdown
+        from ..anchor import to_markdown
+        from .anchor_fit import fit_budget
 
         self.comp = compactor
         self.state = state
@@ -226,7 +227,7 @@ class _Escalation:
         critical items (binary search on the room ``fit_budget`` accepts). None if not even that
         renders."""
         dropped = {sid for u in self.units if not u.pinned for sid in u.ids}
-        from ..anchor import anchor_tokens
+        from .anchor_fit import anchor_tokens
 
         hi = anchor_tokens(self.summary_anchor(dropped), self.counter, lang=self.lang) + 1
         lo = 1
@@ -323,7 +324,7 @@ class _Escalation:
             for u in order[:-1]:
                 dropped |= set(u.ids)
             a = self.summary_anchor(dropped)
-            from ..anchor import anchor_tokens
+            from .anchor_fit import anchor_tokens
 
             room = max(1, anchor_tokens(a, self.counter, lang=self.lang) // 2)
             try:

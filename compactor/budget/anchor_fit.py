@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import BudgetError
 from ..models import Anchor, Diagnostic, Severity
 from ..tokens import TokenCounter
-from .render import render_lines, to_markdown
+from ..anchor.render import render_lines, to_markdown
 
 __all__ = ["OVERRUN", "anchor_tokens", "fit_budget", "drop_order"]
 

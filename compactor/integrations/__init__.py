@@ -1,0 +1,13 @@
+"""Glue between compactor's public API and the agent frameworks people already run.
+
+Each module imports its host package (``mcp``, ``langchain``, ``agents``) itself, so importing
+this package costs nothing and needs none of them:
+
+- :mod:`compactor.integrations.mcp_server`: ``compactor mcp``, an MCP server over stdio
+  (``pip install 'compactor[mcp]'``);
+- :mod:`compactor.integrations.langchain`: a summarizer for ``SummarizationMiddleware``, an edit
+  for ``ContextEditingMiddleware`` and a budget middleware for ``create_agent``
+  (``pip install 'compactor[langchain]'``);
+- :mod:`compactor.integrations.openai_agents`: a ``call_model_input_filter`` and a ``Session``
+  for the OpenAI Agents SDK (``pip install 'compactor[openai-agents]'``).
+"""
