@@ -136,3 +136,16 @@ def test_only_non_ascii_case_insensitive_literals(engine):
     view = TextView("ok\nОШИБКА: сбой\näRGER here\n")
     sc.scan(view)
     assert view._hits[literal_key("Ошибка", True)] == [1] and view._hits[literal_key("Ärger", True)] == [2]
+
+
+def test_spans_built_at_the_edge_equal_validated_ones():
+    from compactor.models import Span
+
+    text = "Traceback (most recent call last):\n  File \"a.py\", line 3, in f\nKeyError: 'x'\nerror: boom at b.go:12\n"
+    res = DET.detect(text, role="tool")
+    assert res.raw_spans
+    for s in res.raw_spans:
+        again = Span.model_validate(s.model_dump())
+        assert again == s and again.model_dump_json() == s.model_dump_json()
+        with pytest.raises(Exception):
+            s.start = 0  # frozen
