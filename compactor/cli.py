@@ -36,6 +36,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", action="append", default=[], metavar="DIR", help="extra rule directory (repeatable)")
     p.add_argument("--store", metavar="PATH", default=None,
                    help="placeholder store: a directory or a .sqlite file (default: $COMPACTOR_STORE or ~/.cache/compactor/store.sqlite)")
+    p.add_argument("--store-max-mb", metavar="MB", default=None,
+                   help="size cap of the store; least recently used originals are evicted beyond it "
+                        "(default: $COMPACTOR_STORE_MAX_MB or 256)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
 
+    _add_batch_command(sub)
+
     p = sub.add_parser("scan", help="print protected spans as JSON lines")
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto")
@@ -107,8 +112,44 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
     _add_common(p)
 
+    p = sub.add_parser("store", help="placeholder store upkeep: stats, prune")
+    ssub = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser)
+    q = ssub.add_parser("stats", help="entries, bytes, cap, evicted ids, size on disk")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    _add_common(q)
+    q = ssub.add_parser("prune", help="evict least recently used originals down to the cap (or --to-mb)")
+    q.add_argument("--to-mb", metavar="MB", default=None, help="target size (default: the cap)")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    _add_common(q)
+
     _add_policy_commands(sub)
+    p = sub.add_parser("hook", help="agent hooks: 'compactor hook claude-code --help'", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+def _add_batch_command(sub) -> None:
+    p = sub.add_parser("batch", help="compact many files (directories, globs) into --out DIR, in parallel, resumable")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, directories (recursive) or glob patterns")
+    p.add_argument("--out", required=True, metavar="DIR", help="one output per input here, same relative names")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (default: the CPUs)")
+    p.add_argument("--engine", default="stdlib", choices=["stdlib", "ray"],
+                   help="stdlib: a process pool on this machine; ray: Ray Data (local, or $RAY_ADDRESS)")
+    p.add_argument("--report", default=None, metavar="FILE", help="JSONL report (default DIR/report.jsonl)")
+    p.add_argument("--no-resume", action="store_true", help="compact every input again, even those already done")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB", help="only file names matching (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip file names matching (repeatable)")
+    p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto per file")
+    p.add_argument("--emit", default="messages", choices=["messages", "json", "anchor", "markdown", "report"],
+                   help="messages (default): each input in its own layout; others add a suffix to the name")
+    p.add_argument("--lang", default="en", choices=["en", "zh"])
+    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
+    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
+    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
+    p.add_argument("--redact", action="store_true", help="redact secrets in the outputs")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
+    _add_common(p)
 
 
 def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
@@ -145,10 +186,17 @@ def _store_spec(args) -> str:
     return args.store or str(default_store_path())
 
 
+def _open_store(args):
+    from .collapse.store import open_store, parse_max_mb
+
+    cap = getattr(args, "store_max_mb", None)
+    return open_store(_store_spec(args), max_bytes=parse_max_mb(cap) if cap is not None else "default")
+
+
 def _compactor(args, **options):
     from . import Compactor
 
-    return Compactor(rules=tuple(args.rules), store=_store_spec(args), **options)
+    return Compactor(rules=tuple(args.rules), store=_open_store(args), **options)
 
 
 # ---------------------------------------------------------------------------- commands
@@ -178,6 +226,9 @@ def cmd_compact(args) -> int:
     from .formats import read_document
 
     doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
+    for d in doc.diagnostics:
+        if d.code == "json-read-as-text" and args.format == "auto":
+            sys.stderr.write(f"compactor: warning: {d.message}\n")
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     text = emit.render(result, args.emit, lang=args.lang)
     out, close = _open_out(args.output)
@@ -190,9 +241,41 @@ def cmd_compact(args) -> int:
     return 0
 
 
+def cmd_batch(args) -> int:
+    from .batch import BatchConfig, run
+
+    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level),
+                               "rules": tuple(args.rules), "store": _store_spec(args)}
+    if args.budget is not None:
+        options["budget"] = args.budget
+    if args.keep_recent is not None:
+        options["keep_recent"] = args.keep_recent
+    if args.redact:
+        options["redact"] = True
+    if args.workers is not None and args.workers < 1:
+        from .errors import ConfigError
+
+        raise ConfigError("--workers must be at least 1")
+    config = BatchConfig.from_options(format=args.format, emit=args.emit, **options)
+    runner = None
+    if args.engine == "ray":
+        from .integrations.ray import run_file_tasks as runner
+    summary = run(args.inputs, args.out, config, workers=args.workers, runner=runner, resume=not args.no_resume,
+                  report=args.report, include=args.include, exclude=args.exclude,
+                  progress=False if args.no_progress else None)
+    if not args.quiet:
+        sys.stdout.write(summary.table())
+        files = len(summary.entries)
+        rate = files / summary.seconds if summary.seconds > 0 else 0.0
+        sys.stdout.write(f"{files} files in {summary.seconds:.1f} s ({rate:.1f} files/s); report: {summary.report}\n")
+        sys.stdout.flush()
+    if summary.failed:
+        _err(f"compactor: {len(summary.failed)} of {len(summary.entries)} inputs failed; see {summary.report}")
+    return summary.exit_code()
+
+
 def cmd_trim(args) -> int:
-    from . import Baseline, TrimOptions, github_summary, load_rules
-    from .collapse.store import open_store
+    from . import TrimOptions, github_summary, load_rules
     from .collapse.trim import trim_stream
     from .detect import Detector
     from .errors import InputError
@@ -201,7 +284,7 @@ def cmd_trim(args) -> int:
     receipt = "none" if args.no_receipt else args.receipt
     opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=receipt == "stdout")
     baseline = _load_baselines(args.baseline, args.baseline_dir)
-    store = open_store(_store_spec(args)) if args.keep_originals else None
+    store = _open_store(args) if args.keep_originals else None
     out, close = _open_out(args.output)
     try:
         if args.input == "-":
@@ -292,10 +375,10 @@ def cmd_scan(args) -> int:
 
 
 def cmd_expand(args) -> int:
-    from .collapse.store import open_store, valid_id
+    from .collapse.store import valid_id
 
     ref = valid_id(args.id)
-    store = open_store(_store_spec(args))
+    store = _open_store(args)
     data = store.get(ref)
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
@@ -365,11 +448,48 @@ def cmd_mcp(args) -> int:
 
         raise ConfigError(f"{exc}") from None
     run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+
+def cmd_store(args) -> int:
+    from .collapse.store import MB, parse_max_mb
+
+    action = getattr(args, "store_command", None)
+    if action is None:
+        from .errors import ConfigError
+
+        raise ConfigError("missing action: 'compactor store stats' or 'compactor store prune'")
+    if not Path(_store_spec(args)).exists():
+        from .errors import InputError
+
+        raise InputError("no store here yet (nothing was compacted with this store)", source=_store_spec(args))
+    store = _open_store(args)
+    if action == "stats":
+        st = store.stats()
+        if args.json:
+            sys.stdout.write(_dump(st.to_dict()))
+            return 0
+        cap = f"{st.max_bytes / MB:g} MB" if st.max_bytes else "none"
+        sys.stdout.write(f"store       {st.location} ({st.backend})\n"
+                         f"entries     {st.entries}\n"
+                         f"originals   {st.bytes / MB:.2f} MB ({st.bytes} bytes)\n"
+                         f"cap         {cap}\n"
+                         f"evicted ids {st.evicted} (expanding one says so)\n"
+                         f"on disk     {st.disk_bytes / MB:.2f} MB\n")
+        return 0
+    target = parse_max_mb(args.to_mb, "--to-mb") if args.to_mb is not None else None
+    res = store.prune(target)
+    if args.json:
+        sys.stdout.write(_dump(res.to_dict()))
+        return 0
+    st = res.stats
+    sys.stdout.write(f"evicted {res.evicted} entries ({res.freed_bytes / MB:.2f} MB); now {st.entries} entries, "
+                     f"{st.bytes / MB:.2f} MB of originals, {st.disk_bytes / MB:.2f} MB on disk\n")
     return 0
 
 
 COMMANDS: dict[str, Callable[[Any], int]] = {
+    "store": cmd_store,
     "compact": cmd_compact,
+    "batch": cmd_batch,
     "trim": cmd_trim,
     "scan": cmd_scan,
     "expand": cmd_expand,
@@ -383,6 +503,10 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import CompactorError
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports
+        from .integrations.cli import hook_main
+
+        return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     try:
         parser = build_parser()

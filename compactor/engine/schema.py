@@ -3,7 +3,8 @@
 A rule is one TOML file; its id is the file stem (``trace.python.toml`` → ``trace.python``).
 The ``kind`` names the engine that runs it (``regex``, ``line-block``, ``literal``); the
 ``stage`` says what it is for: ``protect`` (keep verbatim), ``classify`` (label and summarise
-benign tool output for Level 1) or ``secret`` (redact).
+benign tool output for Level 1), ``secret`` (redact) or ``cue`` (the anchor's vocabulary for
+stated decisions, failed approaches, constraints, plans: ``rules/cue``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 __all__ = [
     "CaptureSpec",
@@ -50,61 +51,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-_KNOWN_VALID: set[str] | None = None  # digests of patterns that compiled before (this regex version)
-_NEW_VALID: set[str] = set()
-
-
-def _valid_cache_path():
-    from pathlib import Path
-    import os
-
-    base = os.environ.get("COMPACTOR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "compactor")
-    return Path(base) / f"valid-patterns-regex-{getattr(regex, '__version__', '0')}.txt"
-
-
-def _check_pattern(p: str) -> str:
-    """Compile to validate; a pattern that compiled before with this ``regex`` version (digest in
-    the cache file, safe to delete) is not compiled again: compiling is most of rule loading."""
-    global _KNOWN_VALID
-    import hashlib
-
-    if _KNOWN_VALID is None:
-        try:
-            _KNOWN_VALID = set(_valid_cache_path().read_text(encoding="ascii").split())
-        except (OSError, ValueError):
-            _KNOWN_VALID = set()
-    digest = hashlib.sha256(p.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    if digest in _KNOWN_VALID:
-        return p
+def _check_pattern(p: str, info: ValidationInfo | None = None) -> str:
+    if info is not None and info.context and info.context.get("patterns_checked"):
+        return p  # read back from the loader's verified catalog: compiled when it was written
     try:
         regex.compile(p)
     except regex.error as exc:
         raise ValueError(f"invalid regular expression {p!r}: {exc}") from None
-    _NEW_VALID.add(digest)
     return p
-
-
-def remember_valid_patterns() -> None:
-    """Write the digests of newly validated patterns to the cache (best effort)."""
-    global _KNOWN_VALID
-    if not _NEW_VALID:
-        return
-    import os
-    import tempfile
-
-    path = _valid_cache_path()
-    known = set(_KNOWN_VALID or ()) | _NEW_VALID
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".valid-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write("\n".join(sorted(known)) + "\n")
-        os.replace(tmp, path)
-    except OSError:
-        return
-    _KNOWN_VALID = known
-    _NEW_VALID.clear()
 
 
 class Examples(_Strict):
@@ -125,8 +79,8 @@ class RegexSpec(_Strict):
 
     @field_validator("pattern")
     @classmethod
-    def _valid(cls, v: str) -> str:
-        return _check_pattern(v)
+    def _valid(cls, v: str, info: ValidationInfo) -> str:
+        return _check_pattern(v, info)
 
 
 class LineBlockSpec(_Strict):
@@ -144,13 +98,13 @@ class LineBlockSpec(_Strict):
 
     @field_validator("start", "end")
     @classmethod
-    def _valid(cls, v: str | None) -> str | None:
-        return _check_pattern(v) if v is not None else v
+    def _valid(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return _check_pattern(v, info) if v is not None else v
 
     @field_validator("continue_", "before")
     @classmethod
-    def _valid_list(cls, v: list[str]) -> list[str]:
-        return [_check_pattern(p) for p in v]
+    def _valid_list(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        return [_check_pattern(p, info) for p in v]
 
 
 class LiteralSpec(_Strict):
@@ -173,8 +127,8 @@ class CaptureSpec(_Strict):
 
     @field_validator("pattern")
     @classmethod
-    def _valid(cls, v: str) -> str:
-        return _check_pattern(v)
+    def _valid(cls, v: str, info: ValidationInfo) -> str:
+        return _check_pattern(v, info)
 
 
 class ClassifySpec(_Strict):
@@ -188,13 +142,13 @@ class ClassifySpec(_Strict):
 
     @field_validator("commands", "content")
     @classmethod
-    def _valid_list(cls, v: list[str]) -> list[str]:
-        return [_check_pattern(p) for p in v]
+    def _valid_list(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        return [_check_pattern(p, info) for p in v]
 
 
 class Rule(_Strict):
     id: str = Field(pattern=RULE_ID)
-    stage: Literal["protect", "classify", "secret"] = "protect"
+    stage: Literal["protect", "classify", "secret", "cue"] = "protect"
     kind: Literal["regex", "line-block", "literal", "classify"]
     family: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     description: str = Field(min_length=10)
