@@ -134,9 +134,9 @@ def ci_prefixed(text: str) -> str:
                      for n, line in enumerate(text.split("\n")))
 
 
-def adversarial_lines() -> dict[str, str]:
-    """~1 MB single lines that bait backtracking: repeated trigger words, separators, brackets."""
-    n = MB
+def adversarial_lines(n: int = MB) -> dict[str, str]:
+    """~1 MB (``n`` characters) single lines that bait backtracking: repeated trigger words,
+    separators, brackets."""
     def rep(s: str) -> str:
         return (s * (n // len(s) + 1))[:n]
     return {

@@ -288,7 +288,7 @@ def cmd_trim(args) -> int:
     out, close = _open_out(args.output)
     try:
         if args.input == "-":
-            trimmer = trim_stream(detector, sys.stdin.buffer, out, opts, store, baseline)
+            stats = trim_stream(detector, sys.stdin.buffer, out, opts, store, baseline)
         else:
             p = Path(args.input)
             _check_log_path(p, args.input)
@@ -299,7 +299,7 @@ def cmd_trim(args) -> int:
                     raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs",
                                      source=args.input, position=f"byte {nul}")
                 fh.seek(0)
-                trimmer = trim_stream(detector, fh, out, opts, store, baseline)
+                stats = trim_stream(detector, fh, out, opts, store, baseline)
     except BrokenPipeError:
         # the reader went away: keep reading standard input to its end, so the producer upstream
         # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
@@ -310,13 +310,12 @@ def cmd_trim(args) -> int:
     finally:
         if close:
             out.close()
-    stats = trimmer.stats
     if receipt == "stderr" and stats.folded:
         sys.stderr.write(stats.receipt() + "\n")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.github and summary_path:
         with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write(github_summary(stats, trimmer.ranked_annotations()))
+            fh.write(github_summary(stats, stats.annotations))
     return 0
 
 

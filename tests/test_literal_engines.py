@@ -115,6 +115,20 @@ def test_unknown_engine_is_refused():
         LiteralScanner([("x", False)], "nope")
 
 
+def test_many_dense_lines_across_chunks_stay_exact():
+    lines = []
+    for i in range(3000):
+        if i % 3 == 0:
+            lines.append("0x=_ " * 120 + ("Traceback" if i % 7 == 0 else "x"))
+        else:
+            lines.append(f"line {i} " + ("ERROR at a.py:3" if i % 11 == 0 else "ok"))
+    text = "\n".join(lines)
+    ref = _hits(text, "python")
+    for eng in ENGINES[:-1]:
+        assert _hits(text, eng) == ref
+    assert ref[("traceback", True)] == [i for i in range(0, 3000, 3) if i % 7 == 0]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_only_non_ascii_case_insensitive_literals(engine):
     # nothing for a multi-literal engine to compile: the scanner still finds the lines
@@ -122,3 +136,16 @@ def test_only_non_ascii_case_insensitive_literals(engine):
     view = TextView("ok\nОШИБКА: сбой\näRGER here\n")
     sc.scan(view)
     assert view._hits[literal_key("Ошибка", True)] == [1] and view._hits[literal_key("Ärger", True)] == [2]
+
+
+def test_spans_built_at_the_edge_equal_validated_ones():
+    from compactor.models import Span
+
+    text = "Traceback (most recent call last):\n  File \"a.py\", line 3, in f\nKeyError: 'x'\nerror: boom at b.go:12\n"
+    res = DET.detect(text, role="tool")
+    assert res.raw_spans
+    for s in res.raw_spans:
+        again = Span.model_validate(s.model_dump())
+        assert again == s and again.model_dump_json() == s.model_dump_json()
+        with pytest.raises(Exception):
+            s.start = 0  # frozen

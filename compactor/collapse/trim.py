@@ -85,6 +85,7 @@ class TrimStats:
     invalid_utf8: int = 0
     rule_timeouts: int = 0
     passthrough: bool = False  # nothing was folded: the input was written untouched
+    annotations: list = field(default_factory=list, repr=False)  # ranked Annotation (with github=True)
 
     @property
     def folded(self) -> bool:
@@ -652,7 +653,8 @@ class Trimmer:
             self.stats.lines_out = self.stats.lines_in
             self.stats.bytes_out = self.raw_bytes
         if opt.github:
-            for a in self.ranked_annotations():
+            self.stats.annotations = self.ranked_annotations()
+            for a in self.stats.annotations:
                 write(a.command() + "\n")
         if opt.receipt and self.stats.folded:
             receipt = self.stats.receipt()
@@ -707,10 +709,10 @@ def iter_decoded(stream: BinaryIO, stats: TrimStats | None = None, chunk_size: i
 
 
 def trim_stream(detector: Detector, stream: BinaryIO, out: TextIO, options: TrimOptions = TrimOptions(),
-                store: Store | None = None, baseline: Baseline | None = None) -> Trimmer:
-    """Trim a byte stream into a text stream; returns the finished :class:`Trimmer` (``.stats``,
-    ``.ranked_annotations()``). Untouched input is written back byte for byte (to ``out.buffer``
-    when the text stream has one)."""
+                store: Store | None = None, baseline: Baseline | None = None) -> TrimStats:
+    """Trim a byte stream into a text stream; returns the figures (with ``github=True``, the ranked
+    annotations in ``.annotations``). Untouched input is written back byte for byte (to
+    ``out.buffer`` when the text stream has one)."""
     t = Trimmer(detector, options, store, baseline)
 
     def sink(data: bytes) -> bool:
@@ -733,9 +735,9 @@ def trim_stream(detector: Detector, stream: BinaryIO, out: TextIO, options: Trim
         else:
             write(s)
 
-    t.run(iter_decoded(stream, t.stats, raw_sink=sink), w)
+    stats = t.run(iter_decoded(stream, t.stats, raw_sink=sink), w)
     out.flush()
-    return t
+    return stats
 
 
 def _flushing(write: Callable[[str], None], out: TextIO) -> Callable[[str], None]:

@@ -46,7 +46,7 @@ class TextView(Protocol):
 
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
-__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "literal_key"]
+__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "literal_key", "scan_chunked"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
 ENGINES = ("hyperscan", "ahocorasick", "python")
@@ -150,45 +150,36 @@ class LiteralScanner:
         data, starts = self._bytes_view(view)
         n = len(self._bytes_keys)
         out: list[list[int]] = [[] for _ in range(n)]
-        until = [-1] * n  # end of the line last recorded, per literal
+        last = [-1] * n  # line last recorded, per literal (matches may come out of order)
         nstarts = len(starts)
         big = 1 << 62
-        state = [0, -1, 0]  # base offset of the current scan, end of the current line, matches on it
+        # base offset of the current scan, first and last offset of the current line, its number,
+        # matches on it
+        state = [0, big, -1, -1, 0]
         br = bisect_right
 
         def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
-            end = b + state[0]
-            if end - 1 <= state[1]:
-                state[2] += 1
-                if state[2] > LINE_CAP:
+            e1 = b + state[0] - 1
+            if state[1] <= e1 <= state[2]:
+                state[4] += 1
+                if state[4] > LINE_CAP:
                     return True  # a dense line: stop, resume at the next line
+                ln = state[3]
             else:
-                ln = br(starts, end - 1) - 1
-                state[1] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
-                state[2] = 1
-            if end - 1 > until[i]:
-                ln = br(starts, end - 1) - 1
+                ln = br(starts, e1) - 1
+                state[1] = starts[ln]
+                state[2] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+                state[3] = ln
+                state[4] = 1
+            if last[i] != ln:
                 out[i].append(ln)
-                until[i] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+                last[i] = ln
             return None
 
-        mv = memoryview(data)
-        pos = 0
-        dense: list[int] = []
-        while pos < len(data):
-            state[0], state[1], state[2] = pos, -1, 0
-            try:
-                self._db.scan(mv[pos:] if pos else data, match_event_handler=on_match)
-                break
-            except self._terminated:  # the callback stopped the scan on a dense line
-                pass
-            ln = br(starts, state[1]) - 1
-            dense.append(ln)
-            if ln + 1 >= nstarts:
-                break
-            pos = starts[ln + 1]
-        if dense:
-            self._recheck_dense(view, dense, out)
+        recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
+        out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
+        if recheck:
+            self._recheck_dense(view, recheck, out)
         return out
 
     def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
@@ -221,6 +212,7 @@ class LiteralScanner:
                     ln = bisect_right(starts, b - 1) - 1
                     out[i].append(ln)
                     until[i] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+        out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
         if dense:
             self._recheck_dense(view, sorted(set(dense)), out)
         return out
@@ -257,6 +249,43 @@ class LiteralScanner:
                 out[k] = sorted(found.union(add_lines))
 
 
+CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-reads at most this much
+
+
+def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated) -> list[int]:
+    """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes.
+
+    ``state[0]`` is set to each scan's base offset and ``state[3]`` is read as the current line
+    when ``on_match`` returns True to stop on a dense line; the scan then resumes at the next line.
+    Matches are not assumed to arrive in order, so every line of the chunk up to the dense one is
+    returned for an exact re-check (dense lines are rare; chunks keep restarts cheap)."""
+    recheck: list[int] = []
+    n = len(data)
+    nstarts = len(starts)
+    big = 1 << 62
+    pos = 0
+    while pos < n:
+        # the chunk ends at a line start at or after pos + CHUNK (whole lines only)
+        k = bisect_right(starts, pos + CHUNK)
+        end = starts[k] if k < nstarts else n
+        while True:
+            state[0], state[1], state[2], state[3], state[4] = pos, big, -1, -1, 0
+            try:
+                db.scan(data[pos:end], match_event_handler=on_match)
+                pos = end
+                break
+            except terminated:  # a dense line: skip its rest
+                pass
+            ln = state[3]
+            recheck.extend(range(bisect_right(starts, pos) - 1, ln + 1))
+            if ln + 1 >= nstarts:
+                return recheck
+            pos = starts[ln + 1]
+            if pos >= end:
+                break
+    return recheck
+
+
 def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
     import hyperscan
 
@@ -269,7 +298,7 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
     path = _cache_dir() / f"literals-{h.hexdigest()[:32]}.hsdb"
     try:
         blob = path.read_bytes()
-        db = hyperscan.loadb(blob)
+        db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
         db.scratch = hyperscan.Scratch(db)
         return db
     except Exception:  # absent, truncated or from another version: compile again
