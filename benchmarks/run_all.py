@@ -7,7 +7,7 @@
 Writes ``benchmarks/out/*.json`` and ``benchmarks/RESULTS.md`` (the "Results" section for the
 README: tables, goal checks, date and machine). Every script runs in its own process; other
 benchmark scripts in this folder (bench_scan.py, ci_breakages.py, bench_anchor.py,
-bench_llm_tokens.py, secret_fp.py) are run too when present, and their printed tables are
+bench_llm_tokens.py, secret_fp.py, bench_agents_filter.py) are run too when present, and their printed tables are
 included.
 """
 
@@ -26,7 +26,8 @@ ROOT = HERE.parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 
-OTHERS = ("bench_scan.py", "ci_breakages.py", "bench_anchor.py", "bench_llm_tokens.py", "secret_fp.py")
+OTHERS = ("bench_scan.py", "ci_breakages.py", "bench_anchor.py", "bench_llm_tokens.py", "secret_fp.py",
+          "bench_agents_filter.py")
 
 
 def run(cmd: list[str], timeout: float | None = None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from .errors import (
     RuleError,
     StoreError,
 )
-from .formats import Document, Edits, REGISTRY as FORMATS
+from .formats import Document, Edits, REGISTRY as FORMATS, load_document
 from .models import (
     Anchor,
     CompactionResult,
@@ -34,22 +34,24 @@ from .models import (
     Segment,
     Span,
 )
-from .pipeline import Compactor, compact, load_document
+from .pipeline import Compactor, compact
 from .collapse.store import default_store_path
 from .engine import load_rules
 from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
-from .policy import Decision, should_compact
+from .tools import TriggerDecision, should_compact
+
+from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
 
 __all__ = [
     "Anchor",
+    "Baseline",
     "BudgetError",
     "CompactionResult",
     "Compactor",
     "CompactorConfig",
     "CompactorError",
     "ConfigError",
-    "Decision",
     "Diagnostic",
     "Document",
     "Edits",
@@ -63,15 +65,21 @@ __all__ = [
     "Segment",
     "Span",
     "StoreError",
+    "TriggerDecision",
+    "TrimOptions",
+    "TrimResult",
+    "TrimStats",
     "build_anchor",
     "compact",
     "default_store_path",
     "get_counter",
+    "github_summary",
     "load_document",
     "load_rules",
     "merge",
     "should_compact",
     "to_markdown",
     "to_seed_json",
+    "trim",
     "__version__",
 ]

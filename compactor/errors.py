@@ -16,6 +16,10 @@ __all__ = [
     "RuleError",
     "StoreError",
     "BudgetError",
+    "SecretScanError",
+    "ProviderError",
+    "AnswerError",
+    "RuleTimeout",
 ]
 
 
@@ -83,3 +87,42 @@ class LLMError(CompactorError):
     """The optional LLM provider failed (never raised out of ``compact``: it falls back)."""
 
     exit_code = 1
+
+
+class SecretScanError(CompactorError):
+    """A secret rule ran out of its time budget: the text could not be verified clean."""
+
+    exit_code = 1
+
+
+class ProviderError(LLMError):
+    """A provider call failed. ``code`` is a stable diagnostic code; no key or URL is included."""
+
+    def __init__(self, message: str, *, code: str = "llm-error", status: int | None = None,
+                 attempts: int = 1, retryable: bool = False):
+        self.code = code
+        self.status = status
+        self.attempts = attempts
+        self.retryable = retryable
+        super().__init__(message)
+
+
+# Internal control flow, never raised out of the public API (each is caught by the stage that
+# raised it and turned into a diagnostic); kept here so that every exception has one home.
+
+class RuleTimeout(Exception):
+    """A rule ran out of its CPU budget on one text (the region is kept verbatim)."""
+
+    def __init__(self, rule_id: str):
+        self.rule_id = rule_id
+        super().__init__(rule_id)
+
+
+class AnswerError(Exception):
+    """An LLM answer cannot be used at all (the deterministic anchor stays). ``code`` is the
+    diagnostic code."""
+
+    def __init__(self, code: str, message: str):
+        self.code = code
+        self.message = message
+        super().__init__(message)

@@ -14,15 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .collapse.classify import Classifier
 from .collapse.level1 import Level1, SegmentOutcome
 from .collapse.store import Store, open_store
 from .config import CompactorConfig, make_config
 from .detect import Detector
-from .engine import load_rules
-from .errors import InputError
-from .formats import Document, Edits, Probe, RawInput, get_format, read_document
-from .inputs import make_probe, read_input
+from .engine import Classifier, load_rules
+from .formats import Document, Edits, get_format, load_document
 from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, Severity, Span
 from .tokens import get_counter
 
@@ -66,42 +63,6 @@ class PipelineState:
         return out
 
 
-def load_document(data: Any, *, format: str = "auto", max_json_depth: int = 512,
-                  source: str | None = None) -> Document:
-    """Turn a path, bytes, text, or already-parsed messages into a :class:`Document`."""
-    if isinstance(data, Document):
-        return data
-    if isinstance(data, Path) or (isinstance(data, str) and _looks_like_path(data)):
-        raw = read_input(data)
-        return read_document(make_probe(raw, max_depth=max_json_depth), format)
-    if isinstance(data, (bytes, bytearray)):
-        from .inputs import decode_bytes
-
-        raw = decode_bytes(bytes(data), source or "<bytes>")
-        return read_document(make_probe(raw, max_depth=max_json_depth), format)
-    if isinstance(data, str):
-        raw = RawInput(data, source or "<text>")
-        return read_document(make_probe(raw, max_depth=max_json_depth), format)
-    if isinstance(data, (list, dict)):
-        # Already parsed: no text to sniff. Readers only look at the JSON value; the text is a
-        # stand-in that says whether there is anything at all.
-        probe = Probe(RawInput("[...]" if data else "", source or "<messages>"), json_value=data, is_json=True,
-                      jsonl=list(data) if isinstance(data, list) else None)
-        return read_document(probe, format)
-    raise InputError(f"cannot compact a {type(data).__name__}: pass a path, text, bytes, or a list/dict of messages")
-
-
-def _looks_like_path(s: str) -> bool:
-    if "\n" in s or len(s) > 4096 or not s.strip():
-        return False
-    if s.lstrip()[:1] in "[{":
-        return False
-    try:
-        return os.path.exists(s) or s == "-"
-    except (OSError, ValueError):
-        return False
-
-
 def _key(*parts: Any) -> tuple:
     """Cache key: the parts themselves (str hashes are cached by Python, so a growing
     conversation re-uses them at no cost)."""
@@ -124,10 +85,19 @@ class Compactor:
         self.level1 = Level1(self.detector, self.classifier, self.store, self.config)
         self._cache: OrderedDict[tuple, SegmentOutcome] = OrderedDict()
         self._fingerprint = self.ruleset.fingerprint() + self.config.model_dump_json()
-        self.level3_count = 0  # how many compactions needed Level 3 (exit signal)
+        self._conversation = _Conversation(self)  # what compact() calls on this instance share
+
+    @property
+    def level3_count(self) -> int:
+        """How many compactions on this instance needed Level 3 (the exit signal)."""
+        return self._conversation.level3_count
 
     # ------------------------------------------------------------------ public API
     def compact(self, data: Any, *, format: str = "auto", **overrides) -> CompactionResult:
+        return self._compact(data, self._conversation, format=format, **overrides)
+
+    def _compact(self, data: Any, conversation: "_Conversation", *, format: str = "auto",
+                 **overrides) -> CompactionResult:
         config = make_config(self.config, **overrides) if overrides else self.config
         doc = load_document(data, format=format, max_json_depth=config.max_json_depth)
         state = PipelineState(doc, config)
@@ -138,11 +108,25 @@ class Compactor:
             state.level1 = Level1(self.detector, self.classifier, self.store, config)
             state.cache_tag = config.model_dump_json()
         self._level1(state)
-        self._higher_levels(state)
+        self._higher_levels(state, conversation)
         result = self._finish(state)
         if config.llm:
-            result = self._refine(doc, result, config)
+            result = self._refine(state, result, config)
         return result
+
+    def level1_texts(self, doc: Document) -> dict[str, str]:
+        """Segment id -> its Level 1 text under this configuration (cached per segment)."""
+        state = PipelineState(doc, self.config)
+        state.level1 = self.level1
+        self._level1(state)
+        return dict(state.texts)
+
+    def level1_spans(self, doc: Document) -> list[Span]:
+        """The protected spans of every segment, in document order (cached per segment)."""
+        state = PipelineState(doc, self.config)
+        state.level1 = self.level1
+        self._level1(state)
+        return state.spans()
 
     def expand(self, ref: str) -> str:
         return self.store.get(ref).decode("utf-8", errors="surrogatepass")
@@ -191,23 +175,27 @@ class Compactor:
                 state.level = max(state.level, 1)
         state.stages.append("level1" if apply else "detect")
 
-    def _higher_levels(self, state: PipelineState) -> None:
+    def _higher_levels(self, state: PipelineState, conversation: "_Conversation") -> None:
         """Level 2 (anchor) and Level 3 (budget), when the modules providing them are present."""
         try:
             from .budget.escalate import escalate
         except ImportError:
             return
-        escalate(self, state)
+        escalate(conversation, state)
 
-    def _refine(self, doc: Document, result: CompactionResult, config: CompactorConfig) -> CompactionResult:
+    def _refine(self, state: PipelineState, result: CompactionResult, config: CompactorConfig) -> CompactionResult:
         """The optional LLM pass: polish the anchor, guarded; on any failure the deterministic
-        anchor stays and the report says why."""
-        from .llm import prepare_refine, refine_from_config
+        anchor stays and the report says why. It works on the state this compaction built (the
+        segments as read and their Level 1 texts): nothing is re-read or compacted again."""
+        from .llm import refine_from_config, refine_inputs
 
-        helper = getattr(self, "_plain", None)
-        if helper is None:
-            helper = self._plain = Compactor(self.config.model_copy(update={"llm": None}), store=self.store)
-        inputs = prepare_refine(doc, result, compactor=helper, counter=self.counter, objective=config.objective)
+        anchor = result.anchor
+        if anchor is None:
+            from .anchor import build_anchor
+
+            anchor = build_anchor(state.segments, state.spans(), objective=config.objective)
+        level1 = {sid: o.text for sid, o in state.outcomes.items()}
+        inputs = refine_inputs(state.segments, level1, anchor, counter=self.counter, objective=config.objective)
         outcome = refine_from_config(inputs.anchor, inputs.steps, inputs.context, inputs.objective, None, config,
                                      counter=self.counter)
         anchor = outcome.anchor
@@ -361,6 +349,18 @@ def _unique_diags(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
+class _Conversation:
+    """What belongs to one conversation, never to a configuration: the Level 3 counter (the exit
+    signal) and the incrementally merged anchor. The budget stage reads the shared machinery
+    (token counter, store) through it."""
+
+    def __init__(self, compactor: Compactor):
+        self.counter = compactor.counter
+        self.store = compactor.store
+        self.level3_count = 0
+        self._policy_anchor_cache = None
+
+
 _DEFAULT: dict[str, Compactor] = {}
 
 
@@ -373,4 +373,6 @@ def compact(data: Any, *, format: str = "auto", config: CompactorConfig | None =
         if len(_DEFAULT) > 8:
             _DEFAULT.clear()
         comp = _DEFAULT[key] = Compactor(cfg)
-    return comp.compact(data, format=format)
+    # the compiled machinery is shared; what belongs to a conversation is not: every call is a
+    # conversation of its own (a Level 3 in one file never counts towards another's exit signal)
+    return comp._compact(data, _Conversation(comp), format=format)

@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from .errors import CompactorError
+from .errors import SecretScanError
 from .models import Span
+from .syntax import REDACTED_PREFIX
 
 __all__ = [
     "PLACEHOLDER_PREFIX",
@@ -50,19 +51,13 @@ __all__ = [
     "redact",
 ]
 
-PLACEHOLDER_PREFIX = "[REDACTED:"
+PLACEHOLDER_PREFIX = REDACTED_PREFIX
 
 # CPU seconds per rule call: a safety net only (the pump tests keep it from ever firing on
 # realistic input, so output stays deterministic).
 BASE_BUDGET = 1.0
 PER_MB = 0.5
 WHOLE_TEXT_FRACTION = 0.5  # candidate windows covering more than this: scan the whole text once
-
-
-class SecretScanError(CompactorError):
-    """A secret rule ran out of its time budget: the text could not be verified clean."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True)

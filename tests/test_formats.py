@@ -17,7 +17,7 @@ import pytest
 from compactor.errors import InputError
 from compactor.formats import REGISTRY, Document, Edits, detect, get_format
 from compactor.formats.base import Format, Probe, plan_drops
-from compactor.inputs import make_probe, read_input
+from compactor.formats.inputs import make_probe, read_input
 from compactor.models import Role, Segment, SegmentKind
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def load(path: Path) -> tuple[Probe, Format, Document]:
 
 
 def load_text(text: str, name: str = "<test>") -> tuple[Probe, Format, Document]:
-    from compactor.inputs import decode_bytes
+    from compactor.formats.inputs import decode_bytes
 
     probe = make_probe(decode_bytes(text.encode("utf-8"), name))
     fmt = detect(probe)
@@ -556,7 +556,7 @@ def test_sniff_rejects_other_layouts_with_a_reason(fmt_name: str) -> None:
     ("aider", "#### hello\n", "aider"),
 ])
 def test_read_rejects_broken_structure(fmt_name: str, text: str, where: str) -> None:
-    from compactor.inputs import decode_bytes
+    from compactor.formats.inputs import decode_bytes
 
     probe = make_probe(decode_bytes(text.encode(), "broken"))
     with pytest.raises(InputError) as exc:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor import CompactorError, Compactor, load_document
-from compactor.collapse.level1 import PLACEHOLDER_RE
+from compactor.syntax import PLACEHOLDER_RE
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = sorted((ROOT / "fixtures").rglob("*.json")) + sorted((ROOT / "fixtures").rglob("*.jsonl"))

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from compactor.collapse.level1 import PLACEHOLDER_RE, SegmentOutcome, placeholder_line
+from compactor.collapse.level1 import SegmentOutcome
+from compactor.syntax import PLACEHOLDER_RE, placeholder_line
 from compactor.pipeline import Compactor
 from compactor.tokens import get_counter
 

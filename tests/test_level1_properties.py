@@ -155,7 +155,7 @@ def test_classifier_rules_are_bounded_on_adversarial_text(name):
     backtrack polynomially (DESIGN §8)."""
     import time
 
-    from compactor.collapse.classify import _CompiledClassifier
+    from compactor.engine.classify import _CompiledClassifier
 
     line = ADVERSARIAL[name]
     text = line if "\n" in line else "\n".join(["x", line, "y", line])

@@ -9,10 +9,10 @@ import pytest
 
 import compactor
 from compactor import BudgetError, Compactor
-from compactor.policy import Decision, should_compact
+from compactor.tools import TriggerDecision, should_compact
 from compactor.budget.escalate import plan_units
 from compactor.budget.handoff import handoff_document
-from compactor.policy.selfcheck import check_state, protected_spans, run_selfcheck
+from compactor.audit.selfcheck import check_state, protected_spans, run_selfcheck
 
 TRACE = (
     "Traceback (most recent call last):\n"
@@ -87,7 +87,7 @@ def _chat(n: int, text: str = "ok") -> list[dict]:
     return msgs
 
 
-def codes(d: Decision) -> list[str]:
+def codes(d: TriggerDecision) -> list[str]:
     return [r.code for r in d.reasons]
 
 
@@ -285,6 +285,24 @@ def test_level3_shortens_and_folds_then_signals_exit(tmp_path):
     assert comp.level3_count == 2 and r2.report.recommend_new_session
     assert r2.handoff and r2.handoff.startswith("# Hand-off")
     assert REQUEST_Y in r2.handoff
+
+
+def test_module_level_compact_never_shares_level3_state_between_conversations():
+    """Regression: module-level compact() reused a cached Compactor, so the Level 3 counter of one
+    conversation counted towards another's exit signal (a second, unrelated file compacted at
+    Level 3 got recommend_new_session and a hand-off claiming two Level 3 compactions)."""
+    import compactor
+
+    first, second = session(30), session(30, switch=False)
+    budgets = []
+    for msgs in (first, second):
+        l2 = compactor.compact(msgs, level=2).report.tokens_after
+        budgets.append(int(l2 * 0.7))
+    for _ in range(2):  # the same configuration every time: the cached Compactor is reused
+        for msgs, budget in zip((first, second), budgets):
+            r = compactor.compact(msgs, budget=budget)
+            assert r.report.level == 3 and r.report.exit_signal
+            assert not r.report.recommend_new_session and r.handoff is None, r.handoff
 
 
 def test_budget_levels_are_monotone_and_always_fit_or_fail_cleanly(comp):

@@ -13,8 +13,8 @@ import pytest
 import compactor
 from compactor.cli import main
 from compactor.models import Anchor, Decision, ExcludedApproach, Fact
-from compactor.policy.audit import audit_anchor, audit_paths, format_table
-from compactor.policy.memory import MemoryEntries, export_memory, extract_memory, merge_markdown
+from compactor.tools.fidelity import audit_anchor, audit_paths, format_table
+from compactor.tools.memory import MemoryEntries, export_memory, extract_memory, merge_markdown
 
 from test_policy import REQUEST_Y, session
 

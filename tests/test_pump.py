@@ -27,7 +27,7 @@ def test_pump_catches_a_bad_pattern():
 
 def test_timeout_keeps_region_verbatim():
     """A rule that runs out of time keeps its text verbatim and says so."""
-    from compactor.collapse.classify import Classifier
+    from compactor.engine.classify import Classifier
     from compactor.collapse.level1 import Level1
     from compactor.collapse.store import MemoryStore
     from compactor.config import CompactorConfig

@@ -23,7 +23,7 @@ Called by :meth:`compactor.Compactor._higher_levels` as ``escalate(compactor, st
   escalation that cannot fit raises :class:`~compactor.errors.BudgetError` naming what could not
   be made smaller. It never loops.
 
-- Every compaction ends with the self-check (:mod:`compactor.policy.selfcheck`), which back-fills
+- Every compaction ends with the self-check (:mod:`compactor.audit.selfcheck`), which back-fills
   anything missing; back-filled text counts against the budget like the rest.
 - Level 3 raises the exit signal; ``compactor.level3_count`` counts Level 3 compactions on that
   :class:`~compactor.Compactor`, and from ``config.handoff_after`` on a new session is recommended
@@ -41,9 +41,9 @@ from ..collapse.store import content_id
 from ..errors import BudgetError, CompactorError
 from ..models import Anchor, Diagnostic, Placeholder, Role, SegmentKind, Severity
 from ..normalize import normalize
-from ..policy._common import is_request, newest_request
-from ..policy.selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
-from ..policy.triggers import is_summary_text
+from ..audit.common import is_request, newest_request
+from ..audit.selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
+from ..syntax import is_summary_text
 
 __all__ = ["escalate", "plan_units", "Unit"]
 

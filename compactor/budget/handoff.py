@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import Anchor
-from ..policy._common import shorten
+from ..audit.common import shorten
 
 __all__ = ["handoff_document"]
 

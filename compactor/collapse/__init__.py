@@ -1,13 +1,9 @@
-"""Level 1: classify, collapse, fold, store, trim."""
+"""Level 1: collapse benign tool output into placeholders, fold repeats, the store, streaming trim."""
 
-from .classify import Classification, Classifier, render_summary
-from .level1 import PLACEHOLDER_RE, Level1, SegmentOutcome, placeholder_line
+from .level1 import Level1, SegmentOutcome
 from .store import DirStore, MemoryStore, SqliteStore, Store, content_id, open_store, valid_id
 
 __all__ = [
-    "PLACEHOLDER_RE",
-    "Classification",
-    "Classifier",
     "DirStore",
     "Level1",
     "MemoryStore",
@@ -16,7 +12,5 @@ __all__ = [
     "Store",
     "content_id",
     "open_store",
-    "placeholder_line",
-    "render_summary",
     "valid_id",
 ]

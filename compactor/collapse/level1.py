@@ -29,17 +29,17 @@ from dataclasses import dataclass, field
 import regex
 
 from ..detect import Detector
+from ..engine.classify import Classification, Classifier
 from ..engine.matchers import TextView
 from ..models import Diagnostic, Placeholder, Span
 from ..normalize import normalize
+from ..syntax import ELIDED_TRACE_LINE, PLACEHOLDER_LINE, PLACEHOLDER_RE, elided_trace_summary, placeholder_line
 from ..tokens import get_counter
-from .classify import Classification, Classifier
 from .fold import find_runs
 from .store import Store
 
-__all__ = ["Level1", "SegmentOutcome", "placeholder_line", "PLACEHOLDER_RE"]
+__all__ = ["Level1", "SegmentOutcome"]
 
-PLACEHOLDER_RE = regex.compile(r"\[[^\[\]\n]{0,400}?· ref (c-[0-9a-f]{16})\]")
 _FRAME = regex.compile(
     r"""(?x)
     [\w./\\-]+\.(?:py|java|kt|scala|js|mjs|cjs|ts|tsx|jsx|go|rs|rb|php|cs|c|cc|cpp|cxx|h|hpp|m|mm|swift|dart|ex|exs|erl)
@@ -92,14 +92,7 @@ def _elidable(lines: list[str], i: int, a: int, b: int) -> bool:
     if i < b and _GO_FILE.match(_body(lines[i + 1])) and ln.rstrip().endswith(")"):
         return True  # a Go function line; the file:line below it stays
     return False
-# a whole line that is already a placeholder (the input was compacted before)
-_PLACEHOLDER_LINE = regex.compile(r"\s*\[[^\[\]\n]{0,400}?· ref c-[0-9a-f]{16}\]\s*")
-_ELIDED_TRACE_LINE = regex.compile(r"\s*\[… \d+ trace lines elided · ref c-[0-9a-f]{16}\]\s*")
 FILE_FAMILIES = frozenset({"file"})  # classifier families that are file reads (config.file_read_lines applies)
-
-
-def placeholder_line(summary: str, ref: str) -> str:
-    return f"[{summary} · ref {ref}]"
 
 
 def _est(text: str) -> int:
@@ -195,7 +188,7 @@ class Level1:
             for (x, y) in runs:
                 kept_text.extend(lines[pos:x])
                 original = "\n".join(orig_lines[x:y + 1])
-                line, ph = self._put(original, f"… {y - x + 1} trace lines elided", sp.rule_id, segment_id, x + 1, y + 1)
+                line, ph = self._put(original, elided_trace_summary(y - x + 1), sp.rule_id, segment_id, x + 1, y + 1)
                 placeholders.append(ph)
                 kept_text.append(line)
                 elide[x] = (y, len(placeholders) - 1)
@@ -308,16 +301,16 @@ def _already_compacted(lines: list[str]) -> set[int]:
     out: set[int] = set()
     n = len(lines)
     for i, line in enumerate(lines):
-        if "· ref c-" not in line or not _PLACEHOLDER_LINE.fullmatch(line):
+        if "· ref c-" not in line or not PLACEHOLDER_LINE.fullmatch(line):
             continue
         out.add(i)
-        if not _ELIDED_TRACE_LINE.fullmatch(line):
+        if not ELIDED_TRACE_LINE.fullmatch(line):
             continue
         for step in (-1, 1):  # the contiguous block of the trace around the marker
             j = i + step
             while 0 <= j < n and lines[j].strip() and not (
-                    "· ref c-" in lines[j] and _PLACEHOLDER_LINE.fullmatch(lines[j])
-                    and not _ELIDED_TRACE_LINE.fullmatch(lines[j])):
+                    "· ref c-" in lines[j] and PLACEHOLDER_LINE.fullmatch(lines[j])
+                    and not ELIDED_TRACE_LINE.fullmatch(lines[j])):
                 out.add(j)
                 j += step
     return out

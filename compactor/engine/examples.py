@@ -28,7 +28,7 @@ class ExampleResult:
 
 def _found(rule: Rule, text: str):
     if rule.stage == "classify":
-        from ..collapse.classify import classify_example
+        from .classify import classify_example
 
         return classify_example(rule, text)
     cr = compile_rule(rule)

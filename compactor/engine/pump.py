@@ -54,7 +54,7 @@ def pump_rule(rule: Rule, size: int = PUMP_BYTES, limit_s_per_mb: float = PUMP_L
 
 
 def _pump_classify(rule: Rule, size: int, limit_s_per_mb: float) -> str | None:
-    from ..collapse.classify import Classifier
+    from .classify import Classifier
 
     c = Classifier([rule])
     limit = limit_s_per_mb * size / 1_048_576

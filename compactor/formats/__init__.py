@@ -1,62 +1,18 @@
-"""Layout readers and writers, and auto-detection.
+"""The read and write edge: layout readers and writers, auto-detection, input decoding.
 
 Each layout is a :class:`~compactor.formats.base.Format` subclass registered in
 :data:`REGISTRY` in detection order: the most specific layouts first, plain text last.
+:func:`load_document` turns anything a user passes (a path, text, bytes, parsed messages) into a
+:class:`Document`.
 """
 
 from __future__ import annotations
 
-from ..errors import InputError
 from .base import Document, Edits, Format, Probe, RawInput
+from .registry import REGISTRY, detect, get_format, read_document, register
 
-__all__ = ["REGISTRY", "Document", "Edits", "Format", "Probe", "RawInput", "detect", "get_format", "read_document"]
-
-REGISTRY: list[Format] = []
-
-
-def register(fmt: type[Format]) -> type[Format]:
-    REGISTRY.append(fmt())
-    return fmt
-
-
-def get_format(name: str) -> Format:
-    for fmt in REGISTRY:
-        if fmt.name == name:
-            return fmt
-    names = ", ".join(f.name for f in REGISTRY)
-    raise InputError(f"unknown format {name!r}; known formats: {names}")
-
-
-def detect(probe: Probe) -> Format:
-    """Pick the layout of the input, or raise InputError saying why each layout was rejected."""
-    reasons: list[str] = []
-    for fmt in REGISTRY:
-        ok, why = fmt.sniff(probe)
-        if ok:
-            return fmt
-        reasons.append(f"{fmt.name}: {why}")
-    hint = " (if this is a plain log, pass --format text)"
-    if probe.jsonl_error:
-        raise InputError(probe.jsonl_error + hint, source=probe.raw.source)
-    if probe.json_error:
-        raise InputError(f"malformed JSON: {probe.json_error}{hint}", source=probe.raw.source)
-    raise InputError("unrecognised layout; tried " + "; ".join(reasons), source=probe.raw.source)
-
-
-def read_document(probe: Probe, format_name: str = "auto") -> Document:
-    if not probe.raw.text.strip():
-        raise InputError("empty input: nothing to compact", source=probe.raw.source)
-    fmt = detect(probe) if format_name == "auto" else get_format(format_name)
-    if format_name != "auto":
-        ok, why = fmt.sniff(probe)
-        if not ok and fmt.name != "text":
-            if probe.jsonl_error:
-                raise InputError(probe.jsonl_error, source=probe.raw.source)
-            raise InputError(f"input is not in the {fmt.name} layout: {why}", source=probe.raw.source)
-    doc = fmt.read(probe)
-    doc.diagnostics[:0] = list(probe.raw.diagnostics)
-    return doc
-
+__all__ = ["REGISTRY", "Document", "Edits", "Format", "Probe", "RawInput", "detect", "get_format", "load_document",
+           "read_document", "register"]
 
 # Registration order is detection order. A layout module may import helpers from .base and from
 # layouts registered before it (claude_code uses anthropic), never from later ones: importing a
@@ -73,3 +29,5 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     aider,
     text,
 )
+
+from .load import load_document  # noqa: E402

@@ -24,7 +24,7 @@ from typing import Any
 import regex
 
 from ..models import Role, Segment, SegmentKind
-from . import register
+from .registry import register
 from .base import Document, Edits, Format, Probe, make_segment
 
 _HEADER = regex.compile(r"(?m)^# aider chat started at ")

@@ -26,7 +26,7 @@ import hashlib
 from typing import Any
 
 from ..models import Segment
-from . import register
+from .registry import register
 from .anthropic import BlockReader
 from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, record_line
 

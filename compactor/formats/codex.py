@@ -28,7 +28,7 @@ from typing import Any
 import regex
 
 from ..models import Role, Segment, SegmentKind
-from . import register
+from .registry import register
 from .base import (
     CallIndex,
     Document,

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import regex
 
 from ..models import Role, Segment, SegmentKind
-from . import register
+from .registry import register
 from .base import (
     CallIndex,
     Document,

@@ -35,7 +35,7 @@ import json
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
-from . import register
+from .registry import register
 from .base import CallIndex, Document, Edits, Format, Probe, make_segment, name_of, norm_id, plan_drops
 
 _V1_KINDS = ("ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",

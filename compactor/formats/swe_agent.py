@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
-from . import register
+from .registry import register
 from .base import (
     CallIndex,
     Document,

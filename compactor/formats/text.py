@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
-from . import register
+from .registry import register
 from .base import Document, Edits, Format, Probe
 
 

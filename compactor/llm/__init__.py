@@ -8,7 +8,7 @@ Importing this package imports no SDK: ``openai`` / ``anthropic`` are imported o
 from __future__ import annotations
 
 from .guards import AnswerError, ItemChange, Rejection, apply_guards, parse_answer
-from .inputs import RefineInputs, prepare_refine
+from .inputs import RefineInputs, prepare_refine, refine_inputs
 from .prompt import (
     CHUNK_TOKENS,
     anchor_seed_json,
@@ -58,6 +58,7 @@ __all__ = [
     "digest_steps",
     "llm_context",
     "prepare_refine",
+    "refine_inputs",
     "build_merge_prompt",
     "build_prompt",
     "default_budget",

@@ -35,6 +35,7 @@ from typing import Any
 
 import regex
 
+from ..errors import AnswerError
 from ..models import Anchor, Decision, Diagnostic, ExcludedApproach, Fact, OpenQuestion, Severity
 from .support import SourceIndex, overlap, support
 
@@ -69,15 +70,6 @@ OVERCONFIDENT = regex.compile(
 
 SEED_LIST_FIELDS = ("facts_learned", "decisions_made", "open_questions", "dead_ends")
 PROTECTED_SECTIONS = ("key_evidence", "user_constraints", "excluded_approaches")
-
-
-class AnswerError(Exception):
-    """The answer cannot be used at all (fallback). ``code`` is the diagnostic code."""
-
-    def __init__(self, code: str, message: str):
-        self.code = code
-        self.message = message
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ConfigError, LLMError
+from ..errors import ConfigError, LLMError, ProviderError
 
 __all__ = [
     "AnthropicProvider",
@@ -61,18 +61,6 @@ class Provider(Protocol):
     name: str
 
     def complete(self, prompt: str, *, max_tokens: int, temperature: float) -> Completion: ...
-
-
-class ProviderError(LLMError):
-    """A provider call failed. ``code`` is a stable diagnostic code; no key or URL is included."""
-
-    def __init__(self, message: str, *, code: str = "llm-error", status: int | None = None,
-                 attempts: int = 1, retryable: bool = False):
-        self.code = code
-        self.status = status
-        self.attempts = attempts
-        self.retryable = retryable
-        super().__init__(message)
 
 
 def safe_url(url: str | None) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
-from ._common import bf_id, last_assistant, newest_request, present, shorten, squash
+from .common import bf_id, content_words, last_assistant, newest_request, present, shorten, squash, word_set
 
 __all__ = ["Missing", "SelfCheckResult", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state"]
 
@@ -89,15 +89,11 @@ class _Output:
         mechanically, e.g. 'X because Y' → 'X: Y')."""
         if self.has(text, prefix=0):
             return True
-        from .audit import _words
-
-        ws = _words(text)
+        ws = content_words(text)
         if not ws:
             return True
         if self._words is None:
-            from .audit import _word_set
-
-            self._words = _word_set(self.blob)
+            self._words = word_set(self.blob)
         low = self.squashed.casefold()
         return sum(1 for w in ws if w in self._words or w in low) / len(ws) >= share
 

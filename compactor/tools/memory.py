@@ -33,7 +33,7 @@ import regex
 
 from ..errors import InputError
 from ..models import Anchor, SegmentKind
-from ._common import shorten
+from ..audit.common import shorten
 
 __all__ = ["KINDS", "MemoryEntries", "MemoryUpdate", "extract_memory", "export_memory", "merge_markdown", "merge_json"]
 
@@ -117,7 +117,7 @@ class MemoryUpdate:
 
 def _anchor_of(conversation: Any, objective: str | None):
     from ..anchor import build_anchor
-    from ..pipeline import load_document
+    from ..formats import load_document
 
     doc = load_document(conversation)
     comp = _compactor()

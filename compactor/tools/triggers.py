@@ -1,7 +1,7 @@
 """When to compact: the seed-001 trigger signals, mechanised.
 
 :func:`should_compact` looks at a conversation (anything :func:`compactor.load_document`
-accepts, or a :class:`~compactor.formats.Document`) and returns a :class:`Decision`: whether to
+accepts, or a :class:`~compactor.formats.Document`) and returns a :class:`TriggerDecision`: whether to
 compact now, which level to start from, and every signal that fired with its value and the
 threshold it crossed. The signals (seed 001, "触发时机"):
 
@@ -18,12 +18,12 @@ threshold it crossed. The signals (seed 001, "触发时机"):
 
 "Short tasks compact later, long or high-risk ones earlier": a short session (few turns, no
 risk) gets a higher usage threshold; a high-risk one (many errors, destructive commands) gets
-lower usage and turn thresholds. The adjustment is reported in :attr:`Decision.notes` and in
+lower usage and turn thresholds. The adjustment is reported in :attr:`TriggerDecision.notes` and in
 every reason's threshold.
 
 Token counts are estimated (characters / 4, CJK one per character) and counted exactly with
 the configured tokenizer only when the estimate reaches half the usage threshold (far below it,
-the decision cannot change); :attr:`Decision.token_counter` says which.
+the decision cannot change); :attr:`TriggerDecision.token_counter` says which.
 """
 
 from __future__ import annotations
@@ -36,14 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Role, Segment, SegmentKind
 from ..normalize import normalize
+from ..syntax import is_summary_text
 from ..tokens import get_counter
 from ..tokens import _Estimate  # noqa: PLC2701 - the documented fallback estimate
 
-__all__ = ["Decision", "Reason", "should_compact", "COMPACTION_MARKER"]
+__all__ = ["Reason", "TriggerDecision", "should_compact"]
 
-# The first line of every summary escalate inserts; also how the triggers find the last compaction.
-COMPACTION_MARKER = "[compactor: "
-_SUMMARY_HEAD = regex.compile(r"(?m)^\[compactor: |^#{1,3} (?:Current working state|Working state|当前工作状态)\b")
 
 
 class _Frozen(BaseModel):
@@ -60,7 +58,7 @@ class Reason(_Frozen):
     level: int = Field(default=1, ge=1, le=3, description="the level this signal suggests")
 
 
-class Decision(_Frozen):
+class TriggerDecision(_Frozen):
     compact: bool
     level_hint: int = Field(ge=0, le=3, description="0 = do not compact; else the level to start from")
     reasons: list[Reason] = Field(default_factory=list)
@@ -201,15 +199,11 @@ def _error_signature(text: str) -> tuple[str, str] | None:
     return (_norm_error(sig), sig[:200]) if sig else None
 
 
-def is_summary_text(text: str) -> bool:
-    return bool(_SUMMARY_HEAD.search(text[:2000]))
-
-
 # ---------------------------------------------------------------------------- the decision
 
 
 def _doc(conversation: Any, format: str):
-    from ..pipeline import load_document
+    from ..formats import load_document
 
     return load_document(conversation, format=format)
 
@@ -236,7 +230,7 @@ def should_compact(
     adjust_for_risk: bool = True,
     encoding: str = "cl100k_base",
     format: str = "auto",
-) -> Decision:
+) -> TriggerDecision:
     """Decide whether to compact now, and why. See the module docstring for the signals."""
     if context_window < 1:
         from ..errors import ConfigError
@@ -398,7 +392,7 @@ def should_compact(
                               message=f"{steps_since} steps since the {'last compaction' if last >= 0 else 'start'} "
                                       f"(every {every_n_steps})"))
     level = max((r.level for r in reasons), default=0)
-    return Decision(compact=bool(reasons), level_hint=level, reasons=reasons, profile=profile,
+    return TriggerDecision(compact=bool(reasons), level_hint=level, reasons=reasons, profile=profile,
                     risk="high" if high_risk else "normal", notes=notes, turns=turns, tokens=total,
                     context_window=context_window, usage=round(usage, 4), token_counter=counter_name,
                     steps_since_compaction=steps_since)

@@ -1,4 +1,5 @@
-"""Small helpers shared by the policy modules (no anchor extraction here: that is compactor.anchor)."""
+"""Small helpers shared by the self-check, the budget stage and the tools above the pipeline (no
+anchor extraction here: that is compactor.anchor)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import regex
 
 from ..models import Anchor, Role, Segment, SegmentKind
 from ..normalize import normalize
-from .triggers import is_summary_text
+from ..syntax import is_summary_text
 
-__all__ = ["bf_id", "newest_request", "squash", "present", "last_assistant", "shorten"]
+__all__ = ["bf_id", "content_words", "is_request", "last_assistant", "newest_request", "present", "shorten", "squash",
+           "word_set"]
 
 _WS = regex.compile(r"\s+")
 
@@ -71,3 +73,36 @@ def present(needle: str, haystack_squashed: str, *, prefix: int = 0) -> bool:
         n = n[:prefix]
     n = n.rstrip("…").rstrip()
     return n in haystack_squashed
+
+
+_WORD = regex.compile(r"[A-Za-z_][A-Za-z0-9_'-]*[A-Za-z0-9_]|\p{Han}+")
+_STOP = frozenset("""
+a an and are as at be been but by can could did do does done for from had has have he her his how i if in into is it
+its just may me might must my no not now of on once one only or our out over own same she should so some such than
+that the their them then there these they this those through to too under until up us very was we were what when where
+which while who whom why will with would you your also any all each both more most other few nor off again further
+here above below between during before after about against because until being having doing let lets we'll i'll it's
+""".split())
+
+
+def content_words(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _WORD.finditer(text):
+        w = m.group(0)
+        if regex.match(r"\p{Han}", w):
+            out.extend(w[i:i + 2] for i in range(max(1, len(w) - 1)))
+            continue
+        w = w.casefold().strip("'-")
+        if len(w) >= 3 and w not in _STOP:
+            out.append(w)
+    return out
+
+
+def word_set(text: str) -> set[str]:
+    s = set(content_words(text))
+    # sub-words of identifiers too: 'pool_size' matches 'pool' and 'size'
+    for w in list(s):
+        for part in regex.split(r"[_.\-/]+", w):
+            if len(part) >= 3:
+                s.add(part)
+    return s

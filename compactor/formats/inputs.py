@@ -18,9 +18,9 @@ from typing import Any, BinaryIO
 
 import regex
 
-from .errors import InputError, LimitError
-from .formats.base import Probe, RawInput
-from .models import Diagnostic, Severity
+from ..errors import InputError, LimitError
+from ..models import Diagnostic, Severity
+from .base import Probe, RawInput
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",

@@ -15,9 +15,10 @@ from typing import Any
 
 import regex
 
-from ..engine.matchers import _compile, _flags
-from ..engine.schema import Rule
 from ..normalize import CI_PREFIX
+from ..syntax import placeholder_safe
+from .matchers import _compile, _flags
+from .schema import Rule
 
 __all__ = ["Classification", "Classifier", "classify_example", "render_summary"]
 
@@ -59,19 +60,6 @@ def render_summary(template: str, fields: dict[str, str]) -> str:
         return _FMT.format(template, **fields)
     except (ValueError, IndexError, KeyError):
         return template
-
-
-MAX_SUMMARY = 300  # characters; a placeholder line must stay one short line
-_BRACKETS = str.maketrans({"[": "(", "]": ")"})
-
-
-def _placeholder_safe(text: str) -> str:
-    """Captured text goes into ``[summary · ref id]``: no brackets (they would end the placeholder
-    early for readers and PLACEHOLDER_RE), one line, bounded length."""
-    text = text.translate(_BRACKETS)
-    if len(text) > MAX_SUMMARY:
-        text = text[: MAX_SUMMARY - 1].rstrip() + "…"
-    return text
 
 
 def _present(v: str) -> bool:
@@ -159,7 +147,7 @@ class _CompiledClassifier:
         for name, tmpl in self.spec.optional.items():
             if _present(fields.get(name, "")):
                 text += render_summary(tmpl, shown)
-        return _placeholder_safe(" ".join(text.split()))
+        return placeholder_safe(" ".join(text.split()))
 
 
 class Classifier:

@@ -1,4 +1,4 @@
-"""The policy commands of the CLI: ``check``, ``audit``, ``memory export``.
+"""The tool commands of the CLI: ``check``, ``audit``, ``memory export``.
 
 Registered by :func:`compactor.cli.build_parser` through :func:`add_commands`; dispatched through
 :data:`COMMANDS`. Same contract as the rest of the CLI: data on stdout, one-line errors, exit 0 /
@@ -50,7 +50,7 @@ def add_commands(sub, add_common: Callable[[Any], None]) -> None:
 
 def _load(path: str, fmt: str = "auto"):
     from ..errors import InputError
-    from ..pipeline import load_document
+    from ..formats import load_document
     from pathlib import Path
 
     if path == "-":
@@ -86,7 +86,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from .audit import audit_paths, format_table
+    from .fidelity import audit_paths, format_table
 
     rep = audit_paths(args.paths, min_words=args.min_words, format=args.format)
     if args.json:

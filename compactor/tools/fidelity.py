@@ -26,19 +26,12 @@ from typing import Any, Iterable
 import regex
 
 from ..models import Anchor, Segment
+from ..audit.common import content_words as _words, word_set as _word_set
 from ..normalize import normalize
 
 __all__ = ["AuditItem", "FileAudit", "AuditReport", "audit_anchor", "audit_file", "audit_paths", "format_table"]
 
 _NUM = regex.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
-_WORD = regex.compile(r"[A-Za-z_][A-Za-z0-9_'-]*[A-Za-z0-9_]|\p{Han}+")
-_STOP = frozenset("""
-a an and are as at be been but by can could did do does done for from had has have he her his how i if in into is it
-its just may me might must my no not now of on once one only or our out over own same she should so some such than
-that the their them then there these they this those through to too under until up us very was we were what when where
-which while who whom why will with would you your also any all each both more most other few nor off again further
-here above below between during before after about against because until being having doing let lets we'll i'll it's
-""".split())
 _FAIL = regex.compile(
     r"""(?ix)
     \b(?:error|errors|errored|exception|traceback|fail(?:s|ed|ing|ure)?|crash(?:ed|es)?|panic(?:ked)?|fatal|abort(?:ed)?|
@@ -53,29 +46,6 @@ _FAIL = regex.compile(
 
 def _numbers(text: str) -> list[str]:
     return [m.group(0) for m in _NUM.finditer(text)]
-
-
-def _words(text: str) -> list[str]:
-    out: list[str] = []
-    for m in _WORD.finditer(text):
-        w = m.group(0)
-        if regex.match(r"\p{Han}", w):
-            out.extend(w[i:i + 2] for i in range(max(1, len(w) - 1)))
-            continue
-        w = w.casefold().strip("'-")
-        if len(w) >= 3 and w not in _STOP:
-            out.append(w)
-    return out
-
-
-def _word_set(text: str) -> set[str]:
-    s = set(_words(text))
-    # sub-words of identifiers too: 'pool_size' matches 'pool' and 'size'
-    for w in list(s):
-        for part in regex.split(r"[_.\-/]+", w):
-            if len(part) >= 3:
-                s.add(part)
-    return s
 
 
 def _coverage(item_text: str, words: set[str], blob: str) -> float:
@@ -261,7 +231,7 @@ def _anchor_for(doc, objective: str | None = None) -> Anchor:
 
 def audit_file(path: str | os.PathLike[str], *, min_words: float = 0.7, format: str = "auto") -> FileAudit:
     from ..errors import CompactorError
-    from ..pipeline import load_document
+    from ..formats import load_document
 
     p = str(path)
     try:

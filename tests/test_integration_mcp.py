@@ -1,0 +1,244 @@
+"""``compactor mcp``: the MCP server, driven by the official SDK's client, in process and over stdio."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+mcp = pytest.importorskip("mcp", reason="the 'mcp' extra is part of .[dev]")
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from compactor.integrations.mcp_server import build_server  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo" / "debug-session.openai.json"
+REF = re.compile(r"ref (c-[0-9a-f]{16})")
+TOOLS = {"expand_placeholder", "trim_log_file", "compact_transcript_file", "scan_file_for_evidence",
+         "show_transcript_anchor"}
+
+
+def _run(coro_fn):
+    return anyio.run(coro_fn)
+
+
+def _text(result) -> str:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    return result.content[0].text
+
+
+@pytest.fixture
+def long_log(tmp_path: Path) -> Path:
+    lines = [f"[{i:05d}] downloading chunk {i} of 3000 ... ok" for i in range(2999)]
+    lines += ["Traceback (most recent call last):",
+              '  File "/srv/app/main.py", line 42, in <module>',
+              "    run()",
+              "ValueError: boom: checksum mismatch for chunk 2998"]
+    p = tmp_path / "build.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+def test_tools_resources_and_results_in_process(tmp_path: Path):
+    store = str(tmp_path / "store.sqlite")
+    original = json.loads(DEMO.read_text(encoding="utf-8"))
+
+    async def main():
+        async with Client(build_server(store=store)) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == TOOLS
+            for tool in (await client.list_tools()).tools:
+                assert tool.output_schema is None  # unstructured text results
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["compactor://blob/{id}"]
+
+            res = await client.call_tool("compact_transcript_file", {"path": str(DEMO), "keep_recent": 1})
+            assert not res.is_error and res.structured_content is None
+            text = _text(res)
+            receipt, body = text.split("\n\n", 1)
+            m = re.match(r"\[compactor: openai-chat layout, (\d+) -> (\d+) tokens", receipt)
+            assert m and int(m.group(2)) < int(m.group(1))
+            messages = json.loads(body)
+            assert [x["role"] for x in messages] == [x["role"] for x in original]
+            assert "ConnectionPoolExhausted: pool_size=20, queue_depth=347" in body
+            refs = REF.findall(body)
+            assert refs, "the demo's npm install output is collapsed into a placeholder"
+            # every placeholder expands to text that is in the original transcript, by tool and as a resource
+            contents = [m["content"] for m in original if isinstance(m.get("content"), str)]
+            for ref in refs:
+                via_tool = _text(await client.call_tool("expand_placeholder", {"placeholder_id": ref}))
+                via_res = await client.read_resource(f"compactor://blob/{ref}")
+                assert via_res.contents[0].text == via_tool
+                assert via_tool.strip() and any(via_tool in c for c in contents)
+            npm = next(m["content"] for m in original if m["role"] == "tool")
+            assert _text(await client.call_tool("expand_placeholder", {"placeholder_id": refs[0]})) == npm
+
+            again = _text(await client.call_tool("compact_transcript_file", {"path": str(DEMO), "keep_recent": 1}))
+            assert again == text  # deterministic
+
+            budget = _text(await client.call_tool("compact_transcript_file", {"path": str(DEMO), "budget": 900}))
+            tokens_after = int(re.match(r"\[compactor: \S+ layout, \d+ -> (\d+)", budget).group(1))
+            assert tokens_after <= 900
+
+            scan = _text(await client.call_tool("scan_file_for_evidence", {"path": str(DEMO)}))
+            assert "[constraint.en]" in scan and "Don't use TypeScript" in scan
+            assert "ConnectionPoolExhausted: pool_size=20" in scan
+            assert "src/db/pool.js:142:11" in scan
+
+            anchor = _text(await client.call_tool("show_transcript_anchor", {"path": str(DEMO)}))
+            assert anchor.startswith("## Current working state")
+            assert "pool_size from 20 to 50" in anchor  # the failed approach survives
+            zh = _text(await client.call_tool("show_transcript_anchor", {"path": str(DEMO), "lang": "zh"}))
+            assert zh.startswith("## 当前工作状态")
+
+    _run(main)
+
+
+def test_trim_log_file_keeps_the_final_error_and_folds_expandably(tmp_path: Path, long_log: Path):
+    store = str(tmp_path / "store.sqlite")
+
+    async def main():
+        async with Client(build_server(store=store)) as client:
+            res = await client.call_tool("trim_log_file", {"path": str(long_log)})
+            text = _text(res)
+            assert not res.is_error
+            assert "ValueError: boom: checksum mismatch for chunk 2998" in text
+            assert 'File "/srv/app/main.py", line 42' in text
+            assert len(text) < len(long_log.read_text()) / 10
+            assert text.rstrip().splitlines()[-1].startswith("[compactor trim: 3003 lines in")
+            refs = REF.findall(text)
+            assert refs
+            folded = _text(await client.call_tool("expand_placeholder", {"placeholder_id": refs[0]}))
+            assert "[01000] downloading chunk 1000 of 3000 ... ok" in folded
+            assert folded in long_log.read_text()
+
+    _run(main)
+
+
+def test_a_result_too_large_for_a_client_says_how_to_fit_it(tmp_path: Path):
+    """Every line of these outputs is an error (kept verbatim at Level 1): the receipt says the
+    result is over what MCP clients show and how to ask for less; with a budget it fits."""
+    msgs = [{"role": "user", "content": "Fix the build."}]
+    for i in range(12):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function", "function": {
+            "name": "bash", "arguments": json.dumps({"command": f"make module{i}"})}}]})
+        out = "\n".join(f"src/mod{i}/file{j}.c:{j + 10}:5: error: use of undeclared identifier 'sym_{i}_{j}'" for j in range(150))
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": out + "\nmake: *** [Makefile:12: all] Error 2"})
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(msgs), encoding="utf-8")
+
+    async def main():
+        async with Client(build_server()) as client:
+            big = _text(await client.call_tool("compact_transcript_file", {"path": str(path)}))
+            assert "call again with budget=N" in big.splitlines()[0]
+            res = await client.call_tool("compact_transcript_file", {"path": str(path), "budget": 8000})
+            small = _text(res)
+            if res.is_error:  # the protected evidence alone is larger: one line naming the budget that works
+                assert "cannot be met" in small and "raise the budget to at least" in small and "\n" not in small
+            else:
+                receipt = small.splitlines()[0]
+                assert "budget=N" not in receipt
+                assert int(re.match(r"\[compactor: \S+ layout, \d+ -> (\d+)", receipt).group(1)) <= 8000
+                assert "Fix the build." in small
+
+    _run(main)
+
+
+def test_relative_paths_resolve_against_the_root(tmp_path: Path, long_log: Path):
+    async def main():
+        async with Client(build_server(root=long_log.parent)) as client:
+            text = _text(await client.call_tool("scan_file_for_evidence", {"path": long_log.name}))
+            assert "pass --format text" in text  # a log whose first line starts with '[' looks like JSON
+            text = _text(await client.call_tool("scan_file_for_evidence", {"path": long_log.name, "format": "text"}))
+            assert "ValueError: boom" in text and text.startswith("[compactor: ")
+
+    _run(main)
+
+
+@pytest.mark.parametrize("tool,args,message", [
+    ("expand_placeholder", {"placeholder_id": "../../etc/passwd"}, "invalid placeholder id"),
+    ("expand_placeholder", {"placeholder_id": "c-0000000000000000"}, "unknown placeholder id c-0000000000000000"),
+    ("trim_log_file", {"path": "/no/such/build.log"}, "/no/such/build.log: no such file"),
+    ("compact_transcript_file", {"path": "/no/such/run.json"}, "/no/such/run.json: no such file"),
+    ("compact_transcript_file", {"path": "DIR"}, "is a directory"),
+    ("compact_transcript_file", {"path": "BAD", "format": "nope"}, "unknown layout 'nope'"),
+    ("compact_transcript_file", {"path": "BAD", "format": "openai-chat"}, "bad.json"),
+    ("trim_log_file", {"path": "BAD", "context": 99}, "context"),
+    ("compact_transcript_file", {"path": "DEMO", "budget": 1}, "budget"),
+])
+def test_errors_are_one_line_tool_errors(tmp_path: Path, tool, args, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"role": "user", "content": "hi"}, {"role": ', encoding="utf-8")
+    subst = {"DIR": str(tmp_path), "BAD": str(bad), "DEMO": str(DEMO)}
+    args = {k: subst.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
+
+    async def main():
+        async with Client(build_server(store=str(tmp_path / "s.sqlite"))) as client:
+            res = await client.call_tool(tool, args)
+            assert res.is_error
+            text = _text(res)
+            assert message in text
+            assert "\n" not in text and "Traceback" not in text
+
+    _run(main)
+
+
+def test_unknown_blob_resource_is_an_error(tmp_path: Path):
+    from mcp.shared.exceptions import MCPError
+
+    async def main():
+        async with Client(build_server(store=str(tmp_path / "s.sqlite"))) as client:
+            with pytest.raises(MCPError, match="unknown placeholder id c-00000000000000ff"):
+                await client.read_resource("compactor://blob/c-00000000000000ff")
+
+    _run(main)
+
+
+def test_over_stdio_with_the_cli_entry_point(tmp_path: Path, long_log: Path):
+    """``compactor mcp`` as a spawned process speaking MCP on stdin/stdout, as a client launches it."""
+    store = str(tmp_path / "store.sqlite")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "compactor", "mcp", "--store", store],
+                                   cwd=str(long_log.parent))
+
+    async def main():
+        with anyio.fail_after(60):
+            async with Client(params) as client:
+                assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+                text = _text(await client.call_tool("trim_log_file", {"path": "build.log"}))
+                assert "ValueError: boom: checksum mismatch for chunk 2998" in text
+                ref = REF.findall(text)[0]
+                blob = await client.read_resource(f"compactor://blob/{ref}")
+                assert blob.contents[0].text in long_log.read_text()
+                comp = _text(await client.call_tool("compact_transcript_file", {"path": str(DEMO), "keep_recent": 1}))
+                ref = REF.findall(comp)[0]
+                assert "234 packages" in _text(await client.call_tool("expand_placeholder", {"placeholder_id": ref}))
+
+    _run(main)
+    # the store is the one the CLI reads: a placeholder written by the server expands from the command line
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "compactor", "expand", "--store", store,
+                          REF.findall(_plain_compact(store))[0]], capture_output=True, text=True)
+    assert out.returncode == 0 and "234 packages" in out.stdout
+
+
+def _plain_compact(store: str) -> str:
+    import compactor
+
+    res = compactor.Compactor(store=store, keep_recent=1).compact(str(DEMO))
+    return json.dumps(res.messages)
+
+
+def test_cli_without_the_sdk_is_a_one_line_error(monkeypatch, capsys):
+    from compactor.cli import main
+
+    monkeypatch.delitem(sys.modules, "compactor.integrations.mcp_server", raising=False)
+    monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as if the extra were not installed
+    assert main(["mcp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'compactor[mcp]'" in err and "Traceback" not in err
