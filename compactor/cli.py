@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
 
+    _add_batch_command(sub)
+
     p = sub.add_parser("scan", help="print protected spans as JSON lines")
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto")
@@ -107,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-v", "--verbose", action="store_true")
     _add_common_rules_test(q)
 
+    p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
+    _add_common(p)
+
     p = sub.add_parser("store", help="placeholder store upkeep: stats, prune")
     ssub = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser)
     q = ssub.add_parser("stats", help="entries, bytes, cap, evicted ids, size on disk")
@@ -117,13 +122,34 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print JSON")
     _add_common(q)
 
-    p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
-    _add_common(p)
-
     _add_policy_commands(sub)
     p = sub.add_parser("hook", help="agent hooks: 'compactor hook claude-code --help'", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+def _add_batch_command(sub) -> None:
+    p = sub.add_parser("batch", help="compact many files (directories, globs) into --out DIR, in parallel, resumable")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, directories (recursive) or glob patterns")
+    p.add_argument("--out", required=True, metavar="DIR", help="one output per input here, same relative names")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (default: the CPUs)")
+    p.add_argument("--engine", default="stdlib", choices=["stdlib", "ray"],
+                   help="stdlib: a process pool on this machine; ray: Ray Data (local, or $RAY_ADDRESS)")
+    p.add_argument("--report", default=None, metavar="FILE", help="JSONL report (default DIR/report.jsonl)")
+    p.add_argument("--no-resume", action="store_true", help="compact every input again, even those already done")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB", help="only file names matching (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip file names matching (repeatable)")
+    p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto per file")
+    p.add_argument("--emit", default="messages", choices=["messages", "json", "anchor", "markdown", "report"],
+                   help="messages (default): each input in its own layout; others add a suffix to the name")
+    p.add_argument("--lang", default="en", choices=["en", "zh"])
+    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
+    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
+    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
+    p.add_argument("--redact", action="store_true", help="redact secrets in the outputs")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
+    _add_common(p)
 
 
 def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
@@ -212,8 +238,41 @@ def cmd_compact(args) -> int:
     return 0
 
 
+def cmd_batch(args) -> int:
+    from .batch import BatchConfig, run
+
+    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level),
+                               "rules": tuple(args.rules), "store": _store_spec(args)}
+    if args.budget is not None:
+        options["budget"] = args.budget
+    if args.keep_recent is not None:
+        options["keep_recent"] = args.keep_recent
+    if args.redact:
+        options["redact"] = True
+    if args.workers is not None and args.workers < 1:
+        from .errors import ConfigError
+
+        raise ConfigError("--workers must be at least 1")
+    config = BatchConfig.from_options(format=args.format, emit=args.emit, **options)
+    runner = None
+    if args.engine == "ray":
+        from .integrations.ray import run_file_tasks as runner
+    summary = run(args.inputs, args.out, config, workers=args.workers, runner=runner, resume=not args.no_resume,
+                  report=args.report, include=args.include, exclude=args.exclude,
+                  progress=False if args.no_progress else None)
+    if not args.quiet:
+        sys.stdout.write(summary.table())
+        files = len(summary.entries)
+        rate = files / summary.seconds if summary.seconds > 0 else 0.0
+        sys.stdout.write(f"{files} files in {summary.seconds:.1f} s ({rate:.1f} files/s); report: {summary.report}\n")
+        sys.stdout.flush()
+    if summary.failed:
+        _err(f"compactor: {len(summary.failed)} of {len(summary.entries)} inputs failed; see {summary.report}")
+    return summary.exit_code()
+
+
 def cmd_trim(args) -> int:
-    from . import Baseline, TrimOptions, github_summary, load_rules
+    from . import TrimOptions, github_summary, load_rules
     from .collapse.trim import trim_stream
     from .detect import Detector
     from .errors import InputError
@@ -379,6 +438,15 @@ def cmd_rules(args) -> int:
     return 2
 
 
+def cmd_mcp(args) -> int:
+    try:
+        from .integrations.mcp_server import run_stdio
+    except ImportError as exc:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{exc}") from None
+    run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+
 def cmd_store(args) -> int:
     from .collapse.store import MB, parse_max_mb
 
@@ -416,20 +484,10 @@ def cmd_store(args) -> int:
     return 0
 
 
-def cmd_mcp(args) -> int:
-    try:
-        from .integrations.mcp_server import run_stdio
-    except ImportError as exc:
-        from .errors import ConfigError
-
-        raise ConfigError(f"{exc}") from None
-    run_stdio(store=_store_spec(args), rules=tuple(args.rules))
-    return 0
-
-
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "store": cmd_store,
     "compact": cmd_compact,
+    "batch": cmd_batch,
     "trim": cmd_trim,
     "scan": cmd_scan,
     "expand": cmd_expand,
