@@ -463,6 +463,9 @@ class SqliteStore(Store):
                 conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
+                # after each checkpoint the WAL file is cut back to 1 MB, so the store's size on
+                # disk stays near its cap instead of cap + a WAL grown to the largest burst
+                conn.execute("PRAGMA journal_size_limit=1048576")
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open SQLite store: {exc}", source=self.location) from None
             self._local.conn = conn

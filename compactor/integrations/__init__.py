@@ -5,7 +5,9 @@ Each module here is a thin layer over the public API (:func:`compactor.compact`,
 package itself, and compactor lazily, so importing this package costs nothing, needs none of
 them, and hook commands (run on every tool call of an agent) start fast:
 
-- :mod:`compactor.integrations.claude_code`: ``compactor hook claude-code ...``;
+- :mod:`compactor.integrations.claude_code`: ``compactor hook claude-code ...`` (PostToolUse,
+  PreCompact, SessionStart) and ``compactor hook codex ...`` (PreCompact, SessionStart);
+  :mod:`compactor.integrations.cli` parses ``compactor hook`` without building the main CLI;
 - :mod:`compactor.integrations.mcp_server`: ``compactor mcp``, an MCP server over stdio
   (``pip install 'compactor[mcp]'``);
 - :mod:`compactor.integrations.langchain`: a summarizer for ``SummarizationMiddleware``, an edit

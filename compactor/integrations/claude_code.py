@@ -23,6 +23,10 @@ captured payloads are the fixtures under ``tests/fixtures/claude_code/``):
     :data:`CONTEXT_LIMIT` characters; a longer anchor is shortened by priority and the path of the
     full one is given).
 
+Codex CLI (0.171) has the same two anchor events (``compactor hook codex pre-compact`` /
+``session-start``, see :func:`codex_hooks_snippet`) but no way to replace a command's output,
+and it reads no instructions from PreCompact: there the anchor is only stored.
+
 Every hook fails open: on any error the tool output is left untouched, the reason goes to
 stderr and the exit status is 0. Only the standard library is imported at start-up; compactor
 itself is imported when there is work to do.
