@@ -1,6 +1,6 @@
 """`compactor trim` on the labelled CI failures: share of hand-labelled error lines kept
-verbatim (ANSI colour codes aside) and how much smaller the logs get; plus whole-trace
-survival on the crash and exception traces.
+verbatim (ANSI colour codes aside) and how much smaller the logs get, without and with the
+passing run's log as ``--baseline``; plus whole-trace survival on the crash and exception traces.
 
     python benchmarks/trim_eval.py [--corpus ../shared/corpus] [--json out.json]
 """
@@ -16,13 +16,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compactor.collapse.trim import TrimOptions, trim_text  # noqa: E402
+from compactor.collapse.trim import Baseline, TrimOptions, trim_text  # noqa: E402
 from compactor.detect import Detector  # noqa: E402
 from compactor.engine import load_rules  # noqa: E402
 from compactor.normalize import strip_ansi  # noqa: E402
 
 
-def evaluate(corpus: Path) -> dict:
+def evaluate(corpus: Path, with_baseline: bool = False) -> dict:
     det = Detector(load_rules())
     rows = []
     tot_lab = tot_kept = tot_in = tot_out = 0
@@ -33,7 +33,8 @@ def evaluate(corpus: Path) -> dict:
         labels = json.loads((folder / "labels.json").read_text())
         text = log.read_text(encoding="utf-8", errors="replace")
         t0 = time.perf_counter()
-        out, stats = trim_text(det, text, TrimOptions(receipt=False))
+        base = Baseline.from_paths([folder / "pass.log"]) if with_baseline else None
+        out, stats = trim_text(det, text, TrimOptions(receipt=False), baseline=base)
         dt = time.perf_counter() - t0
         lines = text.splitlines()
         missing = []
@@ -78,11 +79,16 @@ def main() -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     res = evaluate(Path(args.corpus))
-    cb = res["ci_breakages"]
-    print(f"{'log':<32} {'labelled':>8} {'kept':>6} {'recall':>7} {'ratio':>7}")
-    for r in cb["logs"]:
-        print(f"{r['log']:<32} {r['labelled']:>8} {r['kept']:>6} {r['recall']:>7.1%} {r['ratio']:>6.1f}x")
-    print(f"{'TOTAL':<32} {cb['labelled']:>8} {cb['kept']:>6} {cb['recall']:>7.2%} {cb['ratio']:>6.1f}x")
+    res_b = evaluate(Path(args.corpus), with_baseline=True)
+    res["ci_breakages_with_baseline"] = res_b["ci_breakages"]
+    cb, cbb = res["ci_breakages"], res_b["ci_breakages"]
+    print(f"{'':<32} {'':>8} {'---- no baseline ----':>22} {'-- --baseline pass.log --':>26}")
+    print(f"{'log':<32} {'labelled':>8} {'kept':>6} {'recall':>7} {'ratio':>7}   {'kept':>6} {'recall':>7} {'ratio':>7}")
+    for r, rb in zip(cb["logs"], cbb["logs"]):
+        print(f"{r['log']:<32} {r['labelled']:>8} {r['kept']:>6} {r['recall']:>7.1%} {r['ratio']:>6.1f}x"
+              f"   {rb['kept']:>6} {rb['recall']:>7.1%} {rb['ratio']:>6.1f}x")
+    print(f"{'TOTAL':<32} {cb['labelled']:>8} {cb['kept']:>6} {cb['recall']:>7.2%} {cb['ratio']:>6.1f}x"
+          f"   {cbb['kept']:>6} {cbb['recall']:>7.2%} {cbb['ratio']:>6.1f}x")
     tr = res["traces"]
     print(f"crash/exception traces: {tr['files']} files, {tr['files_with_trace_lines_lost']} lost trace lines")
     if args.json:

@@ -40,8 +40,11 @@ from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
 from .tools import TriggerDecision, should_compact
 
+from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
+
 __all__ = [
     "Anchor",
+    "Baseline",
     "BudgetError",
     "CompactionResult",
     "Compactor",
@@ -62,14 +65,19 @@ __all__ = [
     "Span",
     "StoreError",
     "TriggerDecision",
+    "TrimOptions",
+    "TrimResult",
+    "TrimStats",
     "build_anchor",
     "compact",
     "get_counter",
+    "github_summary",
     "load_document",
     "load_rules",
     "merge",
     "should_compact",
     "to_markdown",
     "to_seed_json",
+    "trim",
     "__version__",
 ]

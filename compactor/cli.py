@@ -64,8 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trim", help="trim a CI log: keep errors and traces, fold the rest (streaming)")
     p.add_argument("input", nargs="?", default="-", help="file, or - for standard input (default)")
     p.add_argument("--context", type=int, default=2, help="lines kept around protected lines")
-    p.add_argument("--github", action="store_true", help="emit GitHub Actions annotations (::error, ::group::)")
-    p.add_argument("--no-receipt", action="store_true", help="do not end with the receipt line")
+    p.add_argument("--baseline", action="append", default=[], metavar="PASS.log",
+                   help="log of a passing run of the same job: lines whose shape also occurs there fold first "
+                        "(repeatable)")
+    p.add_argument("--baseline-dir", action="append", default=[], metavar="DIR",
+                   help="a directory of passing-run logs (every regular file in it, sorted), as --baseline")
+    p.add_argument("--github", action="store_true",
+                   help="GitHub Actions: up to 10 ranked ::error annotations, one ::group:: per fold, and a job "
+                        "summary table appended to $GITHUB_STEP_SUMMARY")
+    p.add_argument("--receipt", default="stdout", choices=["stdout", "stderr", "none"],
+                   help="where the receipt line goes (written only when something was folded; default stdout)")
+    p.add_argument("--no-receipt", action="store_true", help="same as --receipt none")
     p.add_argument("--keep-originals", action="store_true", help="store folded regions so they can be expanded")
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
@@ -241,27 +250,24 @@ def cmd_batch(args) -> int:
 
 
 def cmd_trim(args) -> int:
+    from . import Baseline, TrimOptions, github_summary, load_rules
     from .collapse.store import open_store
-    from .collapse.trim import TrimOptions, trim_stream
+    from .collapse.trim import trim_stream
     from .detect import Detector
-    from .engine import load_rules
+    from .errors import InputError
 
     detector = Detector(load_rules(args.rules))
-    opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=not args.no_receipt)
+    receipt = "none" if args.no_receipt else args.receipt
+    opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=receipt == "stdout")
+    baseline = _load_baselines(args.baseline, args.baseline_dir)
     store = open_store(_store_spec(args)) if args.keep_originals else None
     out, close = _open_out(args.output)
     try:
         if args.input == "-":
-            stream = sys.stdin.buffer
-            trim_stream(detector, stream, out, opts, store)
+            trimmer = trim_stream(detector, sys.stdin.buffer, out, opts, store, baseline)
         else:
             p = Path(args.input)
-            from .errors import InputError
-
-            if not p.exists():
-                raise InputError("no such file; check the path", source=args.input)
-            if p.is_dir():
-                raise InputError("is a directory; pass a file (or - for standard input)", source=args.input)
+            _check_log_path(p, args.input)
             with open(p, "rb") as fh:
                 head = fh.read(8192)
                 nul = head.find(b"\x00")
@@ -269,11 +275,56 @@ def cmd_trim(args) -> int:
                     raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs",
                                      source=args.input, position=f"byte {nul}")
                 fh.seek(0)
-                trim_stream(detector, fh, out, opts, store)
+                trimmer = trim_stream(detector, fh, out, opts, store, baseline)
+    except BrokenPipeError:
+        # the reader went away: keep reading standard input to its end, so the producer upstream
+        # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
+        if args.input == "-":
+            while sys.stdin.buffer.read(1 << 20):
+                pass
+        raise
     finally:
         if close:
             out.close()
+    stats = trimmer.stats
+    if receipt == "stderr" and stats.folded:
+        sys.stderr.write(stats.receipt() + "\n")
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if args.github and summary_path:
+        with open(summary_path, "a", encoding="utf-8") as fh:
+            fh.write(github_summary(stats, trimmer.ranked_annotations()))
     return 0
+
+
+def _check_log_path(p: Path, name: str) -> None:
+    from .errors import InputError
+
+    if not p.exists():
+        raise InputError("no such file; check the path", source=name)
+    if p.is_dir():
+        raise InputError("is a directory; pass a file (or - for standard input)", source=name)
+
+
+def _load_baselines(files: list[str], dirs: list[str]):
+    from . import Baseline
+    from .errors import InputError
+
+    paths: list[Path] = []
+    for f in files:
+        p = Path(f)
+        _check_log_path(p, f)
+        paths.append(p)
+    for d in dirs:
+        q = Path(d)
+        if not q.is_dir():
+            raise InputError("not a directory; --baseline-dir takes a folder of passing-run logs", source=d)
+        found = sorted(x for x in q.iterdir() if x.is_file())
+        if not found:
+            raise InputError("no log files in this directory", source=d)
+        paths.extend(found)
+    if not paths:
+        return None
+    return Baseline.from_paths(paths)
 
 
 def cmd_scan(args) -> int:

@@ -31,9 +31,9 @@ ROOMS: dict[str, int] = {
     "llm": 8,                  # optional LLM refine
     "pipeline": 9, "session": 9,  # the stage list; per-conversation state
     "tools": 10, "emit": 10,   # tools on the public API; output renderers
-    "__init__": 11, "cli": 11, "__main__": 11,  # the public API and the command line
-    "integrations": 11,        # adapters to frameworks and engines, on the public API
-    "batch": 11,               # compactor batch: the record core and the file driver, on the public API
+    "__init__": 11,            # the public API
+    "integrations": 12, "batch": 12,  # built on the public API: hooks, MCP, adapters, batch
+    "cli": 13, "__main__": 13,  # the command line (dispatches to the integrations)
 }
 
 

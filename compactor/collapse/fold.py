@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator
 
 import regex
 
-__all__ = ["FoldRun", "MIN_RUN", "fold_lines", "template_of"]
+__all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summarize", "template_of"]
 
 MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
 MASK_MAX = 1000  # lines longer than this only fold when identical
@@ -95,3 +95,42 @@ def fold_lines(lines: list[str], marker: Callable[[list[str], FoldRun], str],
 def iter_templates(lines: Iterable[str]) -> Iterator[str]:
     for line in lines:
         yield template_of(line)
+
+
+# ---------------------------------------------------------------------------- fold summaries
+
+_SHORT = 60
+
+
+def informative(template: str) -> bool:
+    """A line shape worth naming in a summary: it has a letter or a digit mask, not only
+    separators, punctuation or blanks ('-----', '', '====', '}' say nothing about a region)."""
+    for ch in template:
+        if ch.isalpha() or ch == "#":
+            return True
+    return False
+
+
+def short(text: str, n: int = _SHORT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def summarize(counts: list[tuple[str, int]], first: str | None = None, last: str | None = None,
+              top: int = 3) -> str:
+    """The body of a fold marker: the most frequent informative shapes with their counts, and the
+    first and last instance of the most frequent one when its instances differ from its shape.
+    ``counts`` is (template, count) pairs; order does not matter (a total sort is applied)."""
+    ranked = sorted((kv for kv in counts if informative(kv[0])), key=lambda kv: (-kv[1], kv[0]))
+    if not ranked:
+        return "separators and blank lines"
+    parts = []
+    for k, (t, n) in enumerate(ranked[:top]):
+        part = f'{n}× "{short(t)}"'
+        if k == 0 and n > 1 and first is not None and last is not None and first != last:
+            part += f' (first "{short(first, 48)}", last "{short(last, 48)}")'
+        parts.append(part)
+    rest = len(ranked) - top
+    if rest > 0:
+        parts.append(f"{rest} other shape{'s' if rest > 1 else ''}")
+    return ", ".join(parts)

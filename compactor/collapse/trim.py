@@ -1,31 +1,54 @@
-"""``compactor trim``: streaming log trimming in constant memory.
+"""``compactor trim``: streaming log trimming in bounded memory.
 
 Lines are read in blocks; each block is normalised and scanned by the protect rules. Protected
-lines (with a few lines of context) are written verbatim; every other run of lines is written
-as its first lines, one summary line (count and the most frequent line shapes), and its last
-lines. The tail of each block is carried into the next one so a trace that crosses a block
-boundary is still seen whole. Output is flushed block by block; the last line is a receipt.
+lines (with a few lines of context) are written verbatim; every other run of lines ("region") is
+written as its first lines, one summary line and its last lines. The summary names the most
+frequent informative line shapes with their counts and the first and last instance of the top
+one; separators and blank lines are never listed.
+
+With a baseline (the log of a passing run of the same job, see :class:`Baseline`), lines whose
+shape also occurs in the baseline fold first, counted by shape; protected lines always stay.
+
+A block of lines already printed is written again as one line, ``[… same 5 lines as at line 12
+(×4)]`` (lines compared whole: lines that differ only in their CI timestamp are not repeats).
+
+Output is never larger than the input: until something is folded, the output is held back and
+the raw input kept; a log with nothing to fold is passed through untouched (byte for byte) and no
+receipt is written. A fold marker that would cost more than the lines it replaces is not used.
+
+The tail of each block is carried into the next one so a trace that crosses a block boundary is
+still seen whole. Output is flushed block by block.
 """
 
 from __future__ import annotations
 
 import codecs
+import heapq
+import os
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Iterator, TextIO
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterable, Iterator, TextIO
 
 import regex
 
 from ..detect import Detector
 from ..engine.matchers import TextView
 from ..normalize import normalize_line
-from .fold import template_of
-from .store import Store
+from .fold import informative, short, summarize, template_of
+from .store import Store, open_store
 
-__all__ = ["TrimOptions", "TrimStats", "Trimmer", "trim_stream", "trim_text"]
+__all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "Trimmer", "github_summary",
+           "iter_decoded", "trim", "trim_stream", "trim_text"]
 
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_FILELINE = regex.compile(r"(?P<file>[\w./-]+\.[A-Za-z]{1,6}):(?P<line>\d+)")
+_FILELINE = regex.compile(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
+_KEY_CHARS = 200  # a line's shape is its first 200 characters (CI prefix removed), digits masked
+
+
+def shape_key(body: str) -> bytes:
+    """Cheap, digit-insensitive shape of a line body (C-speed)."""
+    return body.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -39,8 +62,12 @@ class TrimOptions:
     block_bytes: int = 4 * 1024 * 1024
     carry_lines: int = 64
     max_line_chars: int = 1024 * 1024  # longer lines are cut to head + tail in the output
-    github: bool = False  # emit GitHub Actions annotations for errors with file:line
-    receipt: bool = True
+    github: bool = False  # GitHub Actions: ::error annotations, one ::group:: per fold
+    receipt: bool = True  # end the output with the receipt line (only when something was folded)
+    fold_blocks: bool = True  # a block of lines already printed becomes one line
+    min_block_lines: int = 3
+    max_annotations: int = 10
+    passthrough_bytes: int = 16 * 1024 * 1024  # raw input held back while nothing was folded yet
 
 
 @dataclass
@@ -52,9 +79,16 @@ class TrimStats:
     protected_lines: int = 0
     folded_lines: int = 0
     regions: int = 0
+    baseline_lines: int = 0  # lines folded because their shape occurs in the baseline
+    repeated_blocks: int = 0  # blocks written as "same N lines as at line L"
     long_lines_cut: int = 0
     invalid_utf8: int = 0
     rule_timeouts: int = 0
+    passthrough: bool = False  # nothing was folded: the input was written untouched
+
+    @property
+    def folded(self) -> bool:
+        return bool(self.folded_lines or self.long_lines_cut)
 
     def receipt(self) -> str:
         ratio = self.bytes_in / self.bytes_out if self.bytes_out else 0.0
@@ -62,9 +96,12 @@ class TrimStats:
             f"{self.lines_in} lines in",
             f"{self.lines_out} lines out",
             f"{self.folded_lines} folded in {self.regions} regions",
-            f"{self.protected_lines} protected",
-            f"{ratio:.1f}x smaller",
         ]
+        if self.baseline_lines:
+            parts.append(f"{self.baseline_lines} as in the baseline")
+        if self.repeated_blocks:
+            parts.append(f"{self.repeated_blocks} repeated blocks")
+        parts += [f"{self.protected_lines} protected", f"{ratio:.1f}x smaller"]
         if self.long_lines_cut:
             parts.append(f"{self.long_lines_cut} over-long lines cut")
         if self.invalid_utf8:
@@ -74,85 +111,379 @@ class TrimStats:
         return "[compactor trim: " + ", ".join(parts) + "]"
 
 
+@dataclass(frozen=True)
+class Annotation:
+    """A failure that names ``file:line``, for a GitHub ``::error`` annotation."""
+
+    file: str
+    line: int
+    message: str
+    log_line: int  # 1-based line of the log
+    rule_id: str
+    priority: int
+
+    def command(self) -> str:
+        msg = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        f = self.file.replace("%", "%25").replace(",", "%2C").replace(":", "%3A")
+        return f"::error file={f},line={self.line}::{msg}"
+
+
+class Baseline:
+    """Line shapes of passing runs, as a compact set (memory bounded by distinct shapes).
+
+    A shape is the line with ANSI escapes, ``\\r`` redraws and CI timestamp prefixes removed,
+    trimmed, cut to 200 characters, digits masked; a second, coarser set holds the masked
+    template (numbers, hex ids and paths as ``#``) for lines whose digits-only shape is unknown.
+    """
+
+    def __init__(self, max_shapes: int = 2_000_000):
+        self.keys: set[bytes] = set()
+        self.templates: set[str] = set()
+        self.lines = 0
+        self.max_shapes = max_shapes
+
+    def add_lines(self, lines: Iterable[str]) -> None:
+        keys, templates = self.keys, self.templates
+        for raw in lines:
+            self.lines += 1
+            body = _body(normalize_line(raw))
+            if len(keys) < self.max_shapes:
+                keys.add(shape_key(body))
+            if len(templates) < self.max_shapes:
+                templates.add(template_of(body.strip()))
+
+    def add_text(self, text: str) -> "Baseline":
+        self.add_lines(text.split("\n"))
+        return self
+
+    def add_stream(self, stream: BinaryIO) -> "Baseline":
+        pending = ""
+        for chunk in iter_decoded(stream):
+            parts = (pending + chunk).split("\n")
+            pending = parts.pop()
+            self.add_lines(parts)
+        if pending:
+            self.add_lines([pending])
+        return self
+
+    def add_path(self, path: str | Path) -> "Baseline":
+        with open(path, "rb") as fh:
+            return self.add_stream(fh)
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str | Path]) -> "Baseline":
+        b = cls()
+        for p in paths:
+            b.add_path(p)
+        return b
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def knows(self, body: str, key: bytes) -> bool:
+        return key in self.keys or template_of(body.strip()) in self.templates
+
+
+KNOWN_RUN = 8  # protected lines of one shape, known from the baseline, fold beyond this run length
+
+# families whose lines are kept for a reference or a value, not as evidence of a failure
+WEAK_FAMILIES = frozenset({"fileref", "number"})
+
+
+def _lines_of(spans, context: int, nlines: int) -> set[int]:
+    out: set[int] = set()
+    for s in spans:
+        out.update(range(max(0, s.line_start - 1 - context), min(nlines - 1, s.line_end - 1 + context) + 1))
+    return out
+
+
+def _nbytes(s: str) -> int:
+    return len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
+
+
+def _body(line: str) -> str:
+    """A line without its CI timestamp prefix."""
+    if line[:2] == "20" and len(line) > 20:
+        from ..engine.matchers import _ci_prefix
+
+        n = _ci_prefix(line)
+        if n:
+            return line[n:]
+    return line
+
+
 @dataclass
 class _Region:
-    """A run of benign lines being folded, in bounded memory."""
+    """A run of unprotected lines being folded, in bounded memory."""
 
-    head: list[str] = field(default_factory=list)
-    tail: deque = field(default_factory=lambda: deque(maxlen=8))
-    count: int = 0
+    head: list[str] = field(default_factory=list)  # first novel lines
+    tail: deque = field(default_factory=lambda: deque(maxlen=8))  # last novel lines
+    every: list[str] | None = field(default_factory=list)  # all lines, while the region is small
+    count: int = 0  # novel lines (not in the baseline)
+    base: int = 0  # lines folded because the baseline knows their shape
+    nbytes: int = 0  # bytes of every line of the region
+    head_bytes: int = 0
+    tail_bytes: deque = field(default_factory=lambda: deque(maxlen=8))
     templates: Counter = field(default_factory=Counter)
+    first: dict = field(default_factory=dict)
+    last: dict = field(default_factory=dict)
     originals: list[str] | None = None
 
 
+_EVERY = 72  # a region keeps all its lines while it has at most this many
+
+
 class Trimmer:
-    def __init__(self, detector: Detector, options: TrimOptions = TrimOptions(), store: Store | None = None):
+    def __init__(self, detector: Detector, options: TrimOptions = TrimOptions(), store: Store | None = None,
+                 baseline: Baseline | None = None):
         self.detector = detector
         self.opt = options
         self.store = store
+        self.baseline = baseline if baseline is not None and len(baseline) else None
         self.stats = TrimStats()
         self._region = _Region()
+        # output held back until something is folded (then the input can't be passed through)
+        self._decided = False
+        self._held: list[str] = []
+        self._held_bytes = 0
+        self.raw: list | None = []  # the caller appends the raw input here until decided
+        self.raw_bytes = 0
+        self._write: Callable[[str], None] = lambda s: None
+        # repeated blocks: printed line bodies, their input line numbers, an index of bodies
+        self._hist: list[str] = []
+        self._hist_line: list[int] = []
+        self._index: dict[str, list[int]] = {}
+        self._pend: list[tuple[str, str, int]] = []
+        self._cands: list[int] = []
+        self._rep: list | None = None  # [hist position, length, count, bytes]
+        self._lineno = 0  # input lines finalised before the current block
+        self.annotations: list[tuple] = []  # heap of (rank, Annotation)
+        self._seen_refs: set[tuple[str, int]] = set()
 
-    # ------------------------------------------------------------------ output
-    def _emit_region(self, write: Callable[[str], None]) -> None:
+    # ------------------------------------------------------------------ low-level output
+    def _put(self, s: str) -> None:
+        if self._decided:
+            self._write(s)
+        else:
+            self._held.append(s)
+            self._held_bytes += len(s)
+
+    def _decide(self) -> None:
+        if self._decided:
+            return
+        self._decided = True
+        for s in self._held:
+            self._write(s)
+        self._held = []
+        self.raw = None
+
+    def _out(self, line: str) -> None:
+        self._put(line + "\n")
+        self.stats.lines_out += 1
+        self.stats.bytes_out += _nbytes(line) + 1
+
+    # ------------------------------------------------------------------ repeated blocks
+    def _emit(self, line: str, body: str, lineno: int) -> None:
+        """A line to be printed verbatim: printed, or held as a possible repeat of a printed block."""
+        if not self.opt.fold_blocks:
+            self._print(line, body, lineno)
+            return
+        if self._pend:
+            k = len(self._pend)
+            hist = self._hist
+            nh = len(hist)
+            nc = [j for j in self._cands if j + k < nh and hist[j + k] == body]
+            if nc:
+                self._pend.append((line, body, lineno))
+                self._cands = nc
+                if len(self._pend) >= 4096:
+                    self._close_pend()
+                return
+            self._close_pend()
+        c = self._index.get(body) if len(body) > 2 and not body.isspace() else None
+        if c:
+            self._pend = [(line, body, lineno)]
+            self._cands = list(c)
+            return
+        self._print(line, body, lineno)
+
+    def _print(self, line: str, body: str, lineno: int) -> None:
+        self._flush_rep()
+        self._out(line)
+        if len(self._hist) < 500_000:
+            pos = len(self._hist)
+            self._hist.append(body)
+            self._hist_line.append(lineno)
+            lst = self._index.get(body)
+            if lst is None:
+                self._index[body] = [pos]
+            elif len(lst) < 8:
+                lst.append(pos)
+
+    def _close_pend(self) -> None:
+        pend, self._pend = self._pend, []
+        if not pend:
+            return
+        n = len(pend)
+        j = min(self._cands)
+        nbytes = sum(len(x[0]) + 1 for x in pend)
+        rep = self._rep
+        if rep is not None and rep[0] == j and rep[1] == n:
+            rep[2] += 1
+            rep[3] += nbytes
+            self.stats.folded_lines += n
+            return
+        marker_len = _nbytes(self._rep_marker(j, n, 1)) + 1
+        if n >= self.opt.min_block_lines and nbytes > marker_len:
+            self._flush_rep()
+            self._rep = [j, n, 1, nbytes]
+            self.stats.folded_lines += n
+            return
+        for line, body, lineno in pend:
+            self._print(line, body, lineno)
+
+    def _rep_marker(self, j: int, n: int, count: int) -> str:
+        times = f" (×{count})" if count > 1 else ""
+        return f"[… same {n} lines as at line {self._hist_line[j]}{times}]"
+
+    def _flush_rep(self) -> None:
+        rep = self._rep
+        if rep is None:
+            return
+        self._rep = None
+        j, n, count, nbytes = rep
+        marker = self._rep_marker(j, n, count)
+        self._decide()
+        self.stats.repeated_blocks += count
+        if self.opt.github:
+            self._put(f"::group::{marker}\n")
+            self._put(f"(the {n} lines starting at line {self._hist_line[j]}, printed above)\n")
+            self._put("::endgroup::\n")
+        self._out(marker)
+
+    def _marker(self, line: str) -> None:
+        """A fold marker: ends any pending repeat, never starts one."""
+        if self._pend:
+            self._close_pend()
+        self._flush_rep()
+        self._decide()
+        self._out(line)
+
+    # ------------------------------------------------------------------ regions
+    def _emit_region(self) -> None:
         r = self._region
         opt = self.opt
-        if r.count == 0:
+        total = r.count + r.base
+        if total == 0:
             return
-        if r.count <= opt.min_fold:
-            for line in r.head[: r.count]:
-                self._out(write, line)
-        else:
-            for line in r.head[: opt.keep_head]:
-                self._out(write, line)
-            folded = r.count - opt.keep_head - opt.keep_tail
-            merged: Counter = Counter()
-            # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys
-            # only: the summary names the top few shapes, the rest only adds to the total
-            for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
-                merged[template_of(key.decode("utf-8", "replace"))] += n
-            top = ", ".join(f'{n}× "{_short(t)}"' for t, n in sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[: opt.top_templates])
-            ref = ""
-            if self.store is not None and r.originals is not None:
-                ref = " · ref " + self.store.put("\n".join(r.originals[opt.keep_head: r.count - opt.keep_tail]).encode("utf-8", "surrogatepass"))
-            if opt.github:
-                write(f"::group::compactor folded {folded} lines\n")
-            self._out(write, f"[… {folded} lines folded: {top}{ref}]")
-            if opt.github:
-                write("::endgroup::\n")
-            self.stats.folded_lines += folded
-            self.stats.regions += 1
-            for line in list(r.tail)[-opt.keep_tail:]:
-                self._out(write, line)
         self._region = _Region()
         if self.store is not None:
             self._region.originals = []
+        if r.base == 0 and r.count <= opt.min_fold:
+            for item in r.head[: r.count]:
+                self._emit(*item)
+            return
+        # novel lines kept around the marker
+        if r.count <= opt.min_fold:
+            head, tail = r.head[: r.count], []
+        else:
+            head, tail = r.head[: opt.keep_head], list(r.tail)[-opt.keep_tail:] if opt.keep_tail else []
+        kept_bytes = sum(len(x[0]) + 1 for x in head) + sum(len(x[0]) + 1 for x in tail)
+        folded = total - len(head) - len(tail)
+        folded_bytes = r.nbytes - kept_bytes
+        if folded <= 0:
+            for item in head + tail:
+                self._emit(*item)
+            return
+        for item in head + tail:  # the summary counts the folded lines only
+            k = shape_key(_body(item[0]))
+            if r.templates.get(k, 0) > 1:
+                r.templates[k] -= 1
+            elif k in r.templates:
+                del r.templates[k]
+        merged: Counter = Counter()
+        first_last: dict[str, tuple[str, str]] = {}
+        # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys only
+        for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
+            t = template_of(key.decode("utf-8", "replace"))
+            merged[t] += n
+            if t not in first_last:
+                first_last[t] = (r.first[key], r.last[key])
+            else:
+                first_last[t] = (first_last[t][0], r.last[key])
+        counts = list(merged.items())
+        shown = [kv for kv in counts if informative(kv[0])]
+        top_t = min(shown, key=lambda kv: (-kv[1], kv[0]))[0] if shown else None
+        fl = first_last.get(top_t, (None, None))
+        body = summarize(counts, fl[0], fl[1], opt.top_templates)
+        ref = ""
+        if self.store is not None and r.originals is not None:
+            ref = " · ref " + self.store.put("\n".join(r.originals).encode("utf-8", "surrogatepass"))
+        what = f"{folded} lines folded"
+        if r.base:
+            what += f" ({r.base} as in the passing run)" if r.base < folded else " (all as in the passing run)"
+        marker = f"[… {what}: {body}{ref}]"
+        if _nbytes(marker) + 1 >= folded_bytes and not opt.github:
+            marker = f"[… {folded} lines folded{ref}]"
+            if _nbytes(marker) + 1 >= folded_bytes and r.every is not None:  # cheaper as it is
+                for item in r.every:
+                    self._emit(*item)
+                return
+        for item in head:
+            self._emit(*item)
+        if opt.github:
+            self._marker_group(marker, counts)
+        else:
+            self._marker(marker)
+        self.stats.folded_lines += folded
+        self.stats.baseline_lines += r.base
+        self.stats.regions += 1
+        for item in tail:
+            self._emit(*item)
 
-    def _out(self, write: Callable[[str], None], line: str) -> None:
-        write(line + "\n")
+    def _marker_group(self, marker: str, counts: list[tuple[str, int]]) -> None:
+        if self._pend:
+            self._close_pend()
+        self._flush_rep()
+        self._decide()
+        self._put(f"::group::{marker}\n")
+        for t, n in sorted(counts, key=lambda kv: (-kv[1], kv[0]))[:20]:
+            self._put(f"{n:>7}× {short(t, 200)}\n")
+        self._put("::endgroup::\n")
         self.stats.lines_out += 1
-        self.stats.bytes_out += len(line) + 1
 
-    def _benign(self, line: str, original: str) -> None:
+    def _benign(self, line: str, body: str, original: str, lineno: int) -> None:
         r = self._region
         if r.originals is None and self.store is not None:
             r.originals = []
-        r.count += 1
-        if len(r.head) < max(self.opt.keep_head, self.opt.min_fold):
-            r.head.append(line)
-        r.tail.append(line)
-        head = line[:120]
-        # a cheap, digit-insensitive key per line (C-speed); keys are mapped to the real templates
-        # (numbers, ids, paths masked) only when the region is written, once per distinct key
-        key = head.encode("utf-8", "surrogatepass").translate(_DIGITS)
-        templates = r.templates
-        if key in templates or len(templates) < 5000:
-            templates[key] += 1
         if r.originals is not None and len(r.originals) < 1_000_000:
             r.originals.append(original)
+        size = len(line) + 1
+        r.nbytes += size
+        item = (line, line, lineno)
+        if r.every is not None:
+            if len(r.every) < _EVERY:
+                r.every.append(item)
+            else:
+                r.every = None
+        key = shape_key(body)
+        templates = r.templates
+        if self.baseline is not None and self.baseline.knows(body, key):
+            r.base += 1
+        else:
+            r.count += 1
+            if len(r.head) < max(self.opt.keep_head, self.opt.min_fold):
+                r.head.append(item)
+            r.tail.append(item)
+        if key in templates:
+            templates[key] += 1
+            r.last[key] = body
+        elif len(templates) < 5000:
+            templates[key] = 1
+            r.first[key] = r.last[key] = body
 
     # ------------------------------------------------------------------ blocks
-    def process_block(self, lines: list[str], write: Callable[[str], None], final: bool) -> list[str]:
+    def process_block(self, lines: list[str], final: bool) -> list[str]:
         """Process raw lines; return the raw lines carried over to the next block."""
         opt = self.opt
         norm = [normalize_line(x) for x in lines]
@@ -165,11 +496,18 @@ class Trimmer:
         view = TextView("\n".join(norm))
         det = self.detector.detect_view(view, role="tool")
         n = len(norm)
+        weak: set[int] = set()
         if det.protect_all:
             self.stats.rule_timeouts += 1
             protected = set(range(n))
         else:
             protected = det.protected_lines(context=opt.context, nlines=n)
+            if self.baseline is not None:
+                # lines kept only for a file:line reference or a number (not an error, trace, test
+                # failure or exit status) fold like the rest when the passing run printed that shape
+                # and so do context lines (around a span, not in one) that the passing run printed
+                strong = _lines_of((s for s in det.raw_spans if s.family not in WEAK_FAMILIES), 0, n)
+                weak = protected - strong
         cut = n
         if not final and n > opt.carry_lines:
             cut = n - opt.carry_lines
@@ -180,30 +518,86 @@ class Trimmer:
                 cut = n - opt.carry_lines  # one block-sized trace: finalise anyway (bounded memory)
         elif not final:
             return lines
-        errors_with_ref = set()
         if opt.github:
-            for s in det.spans:
-                if s.family in ("error", "trace", "test-failure"):
-                    errors_with_ref.add(s.line_start - 1)
+            self._collect_annotations(det, view, cut)
+        prefix = view.prefix
+        base = self._lineno
+        known = self._known_runs(norm, prefix, protected, cut) if self.baseline is not None else ()
         for i in range(cut):
-            if i in protected:
-                self._emit_region(write)
-                if i in errors_with_ref:
-                    m = _FILELINE.search(norm[i])
-                    if m:
-                        write(f"::error file={m.group('file')},line={m.group('line')}::{norm[i].strip()[:500]}\n")
-                self._out(write, norm[i])
+            line = norm[i]
+            body = line[prefix[i]:] if prefix is not None and prefix[i] else line
+            if i in protected and i not in known and not (i in weak and self.baseline.knows(body, shape_key(body))):
+                self._emit_region()
+                self._emit(line, line, base + i + 1)
                 self.stats.protected_lines += 1
             else:
-                self._benign(norm[i], lines[i])
-        self.stats.long_lines_cut += sum(1 for i in cut_long if i < cut)
+                self._benign(line, body, lines[i], base + i + 1)
+        for i in cut_long:
+            if i < cut:
+                self.stats.long_lines_cut += 1
+                self._decide()
+        self._lineno += cut
         if final:
-            self._emit_region(write)
+            self._emit_region()
+            if self._pend:
+                self._close_pend()
+            self._flush_rep()
         return lines[cut:]
 
+    def _known_runs(self, norm: list[str], prefix, protected: set[int], cut: int) -> set[int]:
+        """Protected lines inside a long run of lines of one shape that the passing run also printed
+        (the same compiler warning for 60 files): the first and last lines of the run stay, the
+        middle folds with the baseline lines."""
+        out: set[int] = set()
+        keep = max(1, self.opt.keep_head), max(1, self.opt.keep_tail)
+        run_key, run_start = None, 0
+        for i in range(cut + 1):
+            key = None
+            if i < cut and i in protected:
+                line = norm[i]
+                body = line[prefix[i]:] if prefix is not None and prefix[i] else line
+                k = shape_key(body)
+                if self.baseline.knows(body, k):
+                    key = k
+            if key is None or key != run_key:
+                if run_key is not None and i - run_start >= KNOWN_RUN:
+                    out.update(range(run_start + keep[0], i - keep[1]))
+                run_key, run_start = key, i
+        return out
+
+    def _collect_annotations(self, det, view: TextView, cut: int) -> None:
+        for s in det.spans:
+            if s.family not in ("error", "trace", "test-failure", "fileref") or s.line_start - 1 >= cut:
+                continue
+            for ln in range(s.line_start - 1, min(s.line_end, cut)):
+                body = view.body(ln)
+                m = _FILELINE.search(body[:4096])
+                if not m:
+                    continue
+                ref = (m.group("file"), int(m.group("line")))
+                if ref in self._seen_refs:
+                    break
+                self._seen_refs.add(ref)
+                fam_rank = {"error": 0, "test-failure": 0, "trace": 1, "fileref": 2}[s.family]
+                lineno = self._lineno + ln + 1
+                rank = (fam_rank, -s.priority, lineno)
+                ann = Annotation(ref[0], ref[1], body.strip()[:500], lineno, s.rule_id, s.priority)
+                item = (tuple(-x for x in rank), lineno, ann)
+                if len(self.annotations) < self.opt.max_annotations:
+                    heapq.heappush(self.annotations, item)
+                elif item > self.annotations[0]:
+                    heapq.heapreplace(self.annotations, item)
+                break
+
+    def ranked_annotations(self) -> list[Annotation]:
+        return [a for _, _, a in sorted(self.annotations, key=lambda t: (t[0], t[1]), reverse=True)]
+
     def run(self, chunks: Iterator[str], write: Callable[[str], None]) -> TrimStats:
-        """Trim text arriving in chunks (any sizes)."""
+        """Trim text arriving in chunks (any sizes). The caller may keep the raw input in
+        ``self.raw`` (a list of str or bytes pieces) while it is not None: when nothing is
+        folded, those pieces are written back as they are."""
         opt = self.opt
+        self._write = write
         pending: list[str] = []  # pieces of a line not yet ended
         pending_len = 0
         block: list[str] = []
@@ -212,12 +606,14 @@ class Trimmer:
         def add(line: str) -> None:
             nonlocal block, block_bytes
             self.stats.lines_in += 1
-            self.stats.bytes_in += len(line) + 1
+            self.stats.bytes_in += _nbytes(line) + 1
             block.append(line)
             block_bytes += len(line)
             if len(block) >= opt.block_lines or block_bytes >= opt.block_bytes:
-                block = self.process_block(block, write, final=False)
+                block = self.process_block(block, final=False)
                 block_bytes = sum(len(x) for x in block)
+                if not self._decided and self.raw_bytes + self._held_bytes > opt.passthrough_bytes:
+                    self._decide()  # too much to hold back: stream the normalised output
 
         for chunk in chunks:
             if not chunk:
@@ -241,27 +637,62 @@ class Trimmer:
         if pending:
             tail = "".join(pending)
             self.stats.lines_in += 1
-            self.stats.bytes_in += len(tail)
+            self.stats.bytes_in += _nbytes(tail)
             block.append(tail)
-        self.process_block(block, write, final=True)
-        if opt.receipt:
-            write(self.stats.receipt() + "\n")
+        self.process_block(block, final=True)
+        if not self._decided:
+            # nothing folded: the input goes out untouched
+            self.stats.passthrough = True
+            self._held = []
+            raw = self.raw or []
+            self.raw = None
+            self._decided = True
+            for piece in raw:
+                write(piece)
+            self.stats.lines_out = self.stats.lines_in
+            self.stats.bytes_out = self.raw_bytes
+        if opt.github:
+            for a in self.ranked_annotations():
+                write(a.command() + "\n")
+        if opt.receipt and self.stats.folded:
+            receipt = self.stats.receipt()
+            if self.stats.bytes_out + len(receipt) + 1 < self.stats.bytes_in or opt.github:
+                write(receipt + "\n")
         return self.stats
 
 
-def _short(t: str, n: int = 60) -> str:
-    t = " ".join(t.split())
-    return t if len(t) <= n else t[: n - 1] + "…"
+def github_summary(stats: TrimStats, annotations: list[Annotation], title: str = "compactor trim") -> str:
+    """A Markdown job summary (for ``$GITHUB_STEP_SUMMARY``): one table of figures, one of failures."""
+    ratio = stats.bytes_in / stats.bytes_out if stats.bytes_out else 0.0
+    rows = [
+        ("lines in", f"{stats.lines_in:,}"), ("lines out", f"{stats.lines_out:,}"),
+        ("bytes in", f"{stats.bytes_in:,}"), ("bytes out", f"{stats.bytes_out:,}"),
+        ("smaller", f"{ratio:.1f}x"), ("protected lines", f"{stats.protected_lines:,}"),
+        ("folded lines", f"{stats.folded_lines:,} in {stats.regions:,} regions"),
+        ("as in the baseline", f"{stats.baseline_lines:,}"), ("repeated blocks", f"{stats.repeated_blocks:,}"),
+    ]
+    out = [f"### {title}", "", "| | |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in rows]
+    if annotations:
+        out += ["", "| file | line | log line | failure |", "|---|---:|---:|---|"]
+        for a in annotations:
+            msg = a.message.replace("|", "\\|")
+            out.append(f"| `{a.file}` | {a.line} | {a.log_line} | {short(msg, 160)} |")
+    return "\n".join(out) + "\n"
 
 
-def iter_decoded(stream: BinaryIO, stats: TrimStats | None = None, chunk_size: int = 1 << 20) -> Iterator[str]:
-    """Decode a byte stream incrementally as UTF-8 (invalid bytes → U+FFFD, counted)."""
+def iter_decoded(stream: BinaryIO, stats: TrimStats | None = None, chunk_size: int = 1 << 20,
+                 raw_sink: Callable[[bytes], bool] | None = None) -> Iterator[str]:
+    """Decode a byte stream incrementally as UTF-8 (invalid bytes → U+FFFD, counted).
+
+    ``raw_sink(data)`` receives the raw bytes read (BOM included) while it returns True."""
     dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
     first = True
     while True:
         data = stream.read(chunk_size)
         if not data:
             break
+        if raw_sink is not None and not raw_sink(data):
+            raw_sink = None
         if first:
             if data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
@@ -276,15 +707,35 @@ def iter_decoded(stream: BinaryIO, stats: TrimStats | None = None, chunk_size: i
 
 
 def trim_stream(detector: Detector, stream: BinaryIO, out: TextIO, options: TrimOptions = TrimOptions(),
-                store: Store | None = None) -> TrimStats:
-    t = Trimmer(detector, options, store)
+                store: Store | None = None, baseline: Baseline | None = None) -> Trimmer:
+    """Trim a byte stream into a text stream; returns the finished :class:`Trimmer` (``.stats``,
+    ``.ranked_annotations()``). Untouched input is written back byte for byte (to ``out.buffer``
+    when the text stream has one)."""
+    t = Trimmer(detector, options, store, baseline)
 
-    def write(s: str) -> None:
-        out.write(s)
+    def sink(data: bytes) -> bool:
+        if t.raw is None:
+            return False
+        t.raw.append(data)
+        t.raw_bytes += len(data)
+        return True
 
-    stats = t.run(iter_decoded(stream, t.stats), _flushing(write, out))
+    write = _flushing(out.write, out)
+    buf = getattr(out, "buffer", None)
+
+    def w(s) -> None:
+        if isinstance(s, bytes):
+            if buf is not None:
+                out.flush()
+                buf.write(s)
+            else:
+                out.write(s.decode("utf-8", "replace"))
+        else:
+            write(s)
+
+    t.run(iter_decoded(stream, t.stats, raw_sink=sink), w)
     out.flush()
-    return stats
+    return t
 
 
 def _flushing(write: Callable[[str], None], out: TextIO) -> Callable[[str], None]:
@@ -300,8 +751,98 @@ def _flushing(write: Callable[[str], None], out: TextIO) -> Callable[[str], None
     return w
 
 
-def trim_text(detector: Detector, text: str, options: TrimOptions = TrimOptions(), store: Store | None = None) -> tuple[str, TrimStats]:
+def trim_text(detector: Detector, text: str, options: TrimOptions = TrimOptions(), store: Store | None = None,
+              baseline: Baseline | None = None) -> tuple[str, TrimStats]:
     parts: list[str] = []
-    t = Trimmer(detector, options, store)
+    t = Trimmer(detector, options, store, baseline)
+    t.raw = [text]
+    t.raw_bytes = len(text.encode("utf-8", "surrogatepass"))
     stats = t.run(iter([text]), parts.append)
     return "".join(parts), stats
+
+
+@dataclass(frozen=True)
+class TrimResult:
+    """What :func:`trim` returns: the trimmed text, its figures and the ranked failures that name
+    ``file:line`` (the ones ``--github`` turns into annotations)."""
+
+    text: str
+    stats: TrimStats
+    annotations: tuple[Annotation, ...] = ()
+
+
+_DETECTORS: dict[tuple[str, ...], Detector] = {}
+
+
+def _detector(rules: tuple[str, ...]) -> Detector:
+    det = _DETECTORS.get(rules)
+    if det is None:
+        from ..engine import load_rules
+
+        det = _DETECTORS[rules] = Detector(load_rules(list(rules)))
+    return det
+
+
+def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | Iterable[str | bytes | Path] | None = None,
+         options: TrimOptions | None = None, rules: Iterable[str | Path] = (),
+         store: Store | str | os.PathLike[str] | None = None, **option_fields) -> TrimResult:
+    """Trim a CI log: keep errors, traces and their context verbatim, fold the rest.
+
+    ``log``: the log text (``str``), its bytes, or a path (``pathlib.Path``). ``baseline``: the
+    log(s) of passing runs of the same job (text, bytes, paths, or a :class:`Baseline`); lines
+    whose shape also occurs there fold first. ``options``: a :class:`TrimOptions`, or its fields as
+    keyword arguments (``context=3``, ``github=True``, ``receipt=False``...). ``rules``: extra rule
+    directories. ``store``: a :class:`Store` or a store path; when given, every folded region is
+    stored and its summary carries a ``ref`` that ``Compactor.expand`` turns back into the exact
+    lines. A log with nothing to fold comes back untouched.
+    """
+    opts = options or TrimOptions(**{"receipt": False, **option_fields})
+    det = _detector(tuple(str(r) for r in rules))
+    base = _as_baseline(baseline)
+    if store is not None and not isinstance(store, Store):
+        store = open_store(store)
+    t = Trimmer(det, opts, store, base)
+    parts: list[str] = []
+    if isinstance(log, Path):
+        with open(log, "rb") as fh:
+            data = fh.read()
+    elif isinstance(log, (bytes, bytearray)):
+        data = bytes(log)
+    elif isinstance(log, str):
+        data = None
+    else:
+        raise TypeError("trim(): log must be str (the text), bytes or pathlib.Path")
+    if data is None:
+        t.raw = [log]
+        t.raw_bytes = len(log.encode("utf-8", "surrogatepass"))
+        t.run(iter([log]), parts.append)
+    else:
+        import io
+
+        def sink(chunk: bytes) -> bool:
+            if t.raw is None:
+                return False
+            t.raw.append(chunk)
+            t.raw_bytes += len(chunk)
+            return True
+
+        t.run(iter_decoded(io.BytesIO(data), t.stats, raw_sink=sink), parts.append)
+    text = "".join(p if isinstance(p, str) else p.decode("utf-8", "replace") for p in parts)
+    return TrimResult(text, t.stats, tuple(t.ranked_annotations()))
+
+
+def _as_baseline(baseline) -> Baseline | None:
+    if baseline is None or isinstance(baseline, Baseline):
+        return baseline
+    items = [baseline] if isinstance(baseline, (str, bytes, bytearray, Path)) else list(baseline)
+    b = Baseline()
+    for item in items:
+        if isinstance(item, Path):
+            b.add_path(item)
+        elif isinstance(item, (bytes, bytearray)):
+            b.add_text(bytes(item).decode("utf-8", "replace"))
+        elif isinstance(item, str):
+            b.add_text(item)
+        else:
+            raise TypeError("trim(): baseline items must be str (text), bytes or pathlib.Path")
+    return b

@@ -28,9 +28,11 @@ import regex
 from ..errors import RuleTimeout
 from ..models import Span
 from ..normalize import CI_PREFIX
+from .literals import LiteralScanner, literal_key
 from .schema import FLAG_NAMES, Rule
 
-__all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "resolve_spans", "scan"]
+__all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all", "literal_scanner", "resolve_spans",
+           "scan"]
 
 LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lines
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
@@ -99,7 +101,7 @@ class TextView:
 
     def lines_with(self, literal: str, ignore_case: bool = False) -> list[int]:
         """Sorted 0-based numbers of the lines that contain ``literal`` (cached per view)."""
-        key = (literal.lower(), True) if ignore_case else (literal, False)
+        key = literal_key(literal, ignore_case)
         hit = self._hits.get(key)
         if hit is not None:
             return hit
@@ -481,27 +483,59 @@ def _compiled(rule: Rule) -> CompiledRule:
     raise ValueError(f"rule {rule.id}: kind {rule.kind!r} is not a scanning kind")
 
 
-def scan(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
-         segment_id: str | None = None, step_id: str | None = None):
-    """Run rules over a view. Returns (spans, timed_out_rule_ids). Spans are not yet resolved."""
-    spans: list[Span] = []
+_SCANNERS: dict[tuple, LiteralScanner] = {}
+
+
+def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> LiteralScanner:
+    """One multi-literal scanner per set of prefilter literals (compiled once per process)."""
+    lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}))
+    key = (lits, engine)
+    sc = _SCANNERS.get(key)
+    if sc is None:
+        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine)
+    return sc
+
+
+def find_all(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
+             engine: str | None = None) -> tuple[list[tuple], list[str]]:
+    """Run rules over a view: ``([(rule, start, end, line_start, line_end, elidable), ...],
+    timed_out_rule_ids)`` as plain tuples (0-based inclusive lines), not yet resolved.
+
+    Every prefilter literal of the rules is found in one multi-literal pass first; a rule whose
+    literals occur nowhere in the text is not called at all."""
+    rules = [cr for cr in rules if role is None or role in cr.roles]
+    literal_scanner(rules, engine).scan(view)
+    hits = view._hits
+    found: list[tuple] = []
     timeouts: list[str] = []
     mb = len(view.text) / 1_048_576
     budget = BASE_BUDGET + PER_MB * mb
     for cr in rules:
-        if role is not None and role not in cr.roles:
+        if cr.prefilter and not any(hits.get(literal_key(lit, cr.ignore_case)) for lit in cr.prefilter):
             continue
         try:
-            found = cr.find(view, budget)
+            res = cr.find(view, budget)
         except RuleTimeout:
             timeouts.append(cr.id)
             continue
-        for a, b, ls, le, elidable in found:
-            spans.append(Span(
-                rule_id=cr.id, family=cr.family, segment_id=segment_id, start=a, end=b,
-                line_start=ls + 1, line_end=le + 1, text=view.text[a:b], priority=cr.priority,
-                step_id=step_id, elided=False,
-            ))
+        for a, b, ls, le, elidable in res:
+            found.append((cr, a, b, ls, le, elidable))
+    return found, timeouts
+
+
+def scan(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
+         segment_id: str | None = None, step_id: str | None = None, engine: str | None = None):
+    """Run rules over a view. Returns (spans, timed_out_rule_ids). Spans are not yet resolved.
+
+    The frozen :class:`Span` models are built here, at the edge, from the plain tuples of
+    :func:`find_all`."""
+    found, timeouts = find_all(view, rules, role=role, engine=engine)
+    text = view.text
+    spans = [Span.model_construct(
+        rule_id=cr.id, family=cr.family, segment_id=segment_id, start=a, end=b,
+        line_start=ls + 1, line_end=le + 1, text=text[a:b], priority=cr.priority,
+        step_id=step_id, elided=False,
+    ) for cr, a, b, ls, le, elidable in found]
     return spans, timeouts
 
 

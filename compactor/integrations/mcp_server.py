@@ -21,9 +21,7 @@ Install with ``pip install 'compactor[mcp]'``; register with e.g.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Literal
@@ -107,28 +105,11 @@ class _Tools:
         src = self.path(path)
         if not 0 <= context <= 20:
             raise ToolError("context: lines kept around each protected line, 0 to 20")
-        # The streaming trimmer is reached through the command line's entry point, in process:
-        # it reads the file in blocks and writes to a private temporary file.
-        from compactor.cli import main as cli_main
-
-        fd, out = tempfile.mkstemp(prefix="compactor-trim-", suffix=".log")
-        os.close(fd)
-        err = io.StringIO()
-        try:
-            argv = ["trim", src, "--context", str(context), "-o", out]
-            if self.store is not None:
-                argv += ["--keep-originals", "--store", self.store]
-            for r in self.rules:
-                argv += ["--rules", r]
-            with self.lock, contextlib.redirect_stderr(err):
-                code = cli_main(argv)
-            if code != 0:
-                msg = err.getvalue().strip().splitlines()
-                raise ToolError(msg[-1].removeprefix("compactor: ") if msg else f"trim failed (exit {code})")
-            return Path(out).read_text(encoding="utf-8", errors="replace")
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(out)
+        # Folded regions go to the server's store, so expand_placeholder can return them.
+        with self.errors():
+            result = compactor.trim(Path(src), context=context, receipt=True, rules=self.rules,
+                                    store=self.comp.store)
+        return result.text
 
     def compact_transcript_file(self, path: str, budget: int | None = None, keep_recent: int = 3,
                                 format: str = "auto") -> str:

@@ -1,0 +1,310 @@
+"""One pass for every prefilter literal: which lines contain which literal.
+
+Each protect rule names literal ``prefilter`` strings; a rule's regex only runs on the lines that
+contain one. Looking the literals up one ``str.find`` pass at a time costs one pass over the text
+per distinct literal (about 250 of them); this module finds all of them in a single scan with a
+multi-literal engine, in order of preference:
+
+- ``hyperscan`` (Vectorscan; wheels for Linux x86-64 and macOS): the compiled database is cached
+  on disk, keyed by the literals' hash (``$COMPACTOR_CACHE`` or ``~/.cache/compactor``; safe to
+  delete);
+- ``ahocorasick_rs`` (Rust; wheels for every major platform);
+- pure Python (``str.find``), always available.
+
+All three give identical results (a property test compares them): for each literal, the sorted
+0-based numbers of the lines that contain it, once per line. Case-insensitive literals match ASCII
+letters in either case (non-ASCII text never matches an ASCII letter of a literal); literals with
+non-ASCII letters that have case are matched lowered against the lowered text.
+
+Dense lines (a 1 MB line of ``0x…``) are cut short: after ``LINE_CAP`` matches on one line the scan
+resumes at the next line, so its cost stays linear in the text, not in the number of matches. The
+lines already seen keep every literal found so far; a literal that occurs only after the cap on a
+dense line is still found by the exact fallback for that line (the line is re-checked with
+``str.find``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from bisect import bisect_right
+from itertools import accumulate
+from operator import add
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class TextView(Protocol):
+    """What the scanner reads of a view (``matchers.TextView`` implements it; this module sits
+    below ``matchers`` and does not import it)."""
+
+    text: str
+    starts: list[int]
+    lines: list[str]
+    _hits: dict[Any, list[int]]
+
+    def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
+
+__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "literal_key"]
+
+LINE_CAP = 64  # matches on one line before the scan skips to the next line
+ENGINES = ("hyperscan", "ahocorasick", "python")
+
+
+def literal_key(literal: str, ignore_case: bool) -> tuple[str, bool]:
+    """The cache key of a literal lookup in a view (shared with ``TextView.lines_with``)."""
+    return (literal.lower(), True) if ignore_case else (literal, False)
+
+
+def available_engines() -> list[str]:
+    out = []
+    try:
+        import hyperscan  # noqa: F401
+
+        out.append("hyperscan")
+    except ImportError:
+        pass
+    try:
+        import ahocorasick_rs  # noqa: F401
+
+        out.append("ahocorasick")
+    except ImportError:
+        pass
+    out.append("python")
+    return out
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("COMPACTOR_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "compactor"
+
+
+class LiteralScanner:
+    """Compiled once per set of literals; ``scan(view)`` fills the view's literal cache."""
+
+    def __init__(self, literals: list[tuple[str, bool]], engine: str | None = None):
+        keys = sorted({literal_key(lit, ci) for lit, ci in literals if lit})
+        self.keys = keys
+        # byte-level groups: (key, needle bytes, caseless ASCII?)
+        self._bytes_keys: list[tuple[tuple[str, bool], bytes, bool]] = []
+        self._lowered: list[tuple[str, bool]] = []  # non-ASCII literals with case: str.find on view.lower
+        for key in keys:
+            lit, ci = key
+            if ci and not lit.isascii() and not (lit.lower() == lit == lit.upper()):
+                self._lowered.append(key)
+            else:
+                self._bytes_keys.append((key, lit.encode("utf-8", "surrogatepass"), ci and lit.isascii()))
+        engines = available_engines()
+        if engine is None:
+            engine = os.environ.get("COMPACTOR_LITERAL_ENGINE") or engines[0]
+        if engine not in ENGINES:
+            raise ValueError(f"unknown literal engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        if engine not in engines:
+            raise ValueError(f"literal engine {engine!r} is not installed")
+        if not self._bytes_keys:  # nothing for a multi-literal engine (e.g. only non-ASCII case-insensitive literals)
+            engine = "python"
+        self.engine = engine
+        self._db = None
+        self._ac = None
+        if engine == "hyperscan":
+            import hyperscan
+
+            self._terminated = hyperscan.ScanTerminated
+            self._db = _hyperscan_db(self._bytes_keys)
+        elif engine == "ahocorasick":
+            self._ac = _ahocorasick(self._bytes_keys)
+
+    # ------------------------------------------------------------------ scanning
+    def scan(self, view: TextView) -> None:
+        todo = [k for k in self.keys if k not in view._hits]
+        if not todo:
+            return
+        if self.engine == "python" or len(todo) < len(self.keys):
+            for lit, ci in todo:
+                view.lines_with(lit, ci)
+            return
+        hits: list[list[int]]
+        if self.engine == "hyperscan":
+            hits = self._scan_hyperscan(view)
+        else:
+            hits = self._scan_ahocorasick(view)
+        for (key, _, _), lines in zip(self._bytes_keys, hits):
+            view._hits[key] = lines
+        for lit, ci in self._lowered:
+            view.lines_with(lit, ci)
+
+    def _bytes_view(self, view: TextView) -> tuple[bytes, list[int]]:
+        text = view.text
+        if text.isascii():
+            return text.encode("ascii"), view.starts
+        data = text.encode("utf-8", "surrogatepass")
+        blines = data.split(b"\n")
+        starts = list(map(add, accumulate(map(len, blines[:-1]), initial=0), range(len(blines))))
+        return data, starts
+
+    def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
+        data, starts = self._bytes_view(view)
+        n = len(self._bytes_keys)
+        out: list[list[int]] = [[] for _ in range(n)]
+        until = [-1] * n  # end of the line last recorded, per literal
+        nstarts = len(starts)
+        big = 1 << 62
+        state = [0, -1, 0]  # base offset of the current scan, end of the current line, matches on it
+        br = bisect_right
+
+        def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
+            end = b + state[0]
+            if end - 1 <= state[1]:
+                state[2] += 1
+                if state[2] > LINE_CAP:
+                    return True  # a dense line: stop, resume at the next line
+            else:
+                ln = br(starts, end - 1) - 1
+                state[1] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+                state[2] = 1
+            if end - 1 > until[i]:
+                ln = br(starts, end - 1) - 1
+                out[i].append(ln)
+                until[i] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+            return None
+
+        mv = memoryview(data)
+        pos = 0
+        dense: list[int] = []
+        while pos < len(data):
+            state[0], state[1], state[2] = pos, -1, 0
+            try:
+                self._db.scan(mv[pos:] if pos else data, match_event_handler=on_match)
+                break
+            except self._terminated:  # the callback stopped the scan on a dense line
+                pass
+            ln = br(starts, state[1]) - 1
+            dense.append(ln)
+            if ln + 1 >= nstarts:
+                break
+            pos = starts[ln + 1]
+        if dense:
+            self._recheck_dense(view, dense, out)
+        return out
+
+    def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
+        data, starts = self._bytes_view(view)
+        n = len(self._bytes_keys)
+        out: list[list[int]] = [[] for _ in range(n)]
+        nstarts = len(starts)
+        big = 1 << 62
+        dense: list[int] = []
+        for ac, ids, hay in self._ac_runs(data):
+            until = [-1] * n
+            line_end, count = -1, 0
+            skip_to = -1
+            for j, _a, b in ac.find_matches_as_indexes(hay, overlapping=True):
+                if b <= skip_to:
+                    continue
+                if b - 1 <= line_end:
+                    count += 1
+                    if count > LINE_CAP:
+                        ln = bisect_right(starts, b - 1) - 1
+                        dense.append(ln)
+                        skip_to = line_end
+                        continue
+                else:
+                    ln = bisect_right(starts, b - 1) - 1
+                    line_end = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+                    count = 1
+                i = ids[j]
+                if b - 1 > until[i]:
+                    ln = bisect_right(starts, b - 1) - 1
+                    out[i].append(ln)
+                    until[i] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+        if dense:
+            self._recheck_dense(view, sorted(set(dense)), out)
+        return out
+
+    def _ac_runs(self, data: bytes):
+        """(automaton, ids, haystack) pairs: case-sensitive needles on the bytes, caseless ASCII
+        needles on the ASCII-lowered bytes (same offsets)."""
+        sens, sens_ids, caseless, caseless_ids = self._ac
+        if sens is not None:
+            yield sens, sens_ids, data
+        if caseless is not None:
+            yield caseless, caseless_ids, data.lower()
+
+    def _recheck_dense(self, view: TextView, dense: list[int], out: list[list[int]]) -> None:
+        """Lines where the scan stopped early: every literal is looked up exactly on them."""
+        dense = sorted(set(dense))
+        for k, (key, needle, _) in enumerate(self._bytes_keys):
+            lit, ci = key
+            found = set(out[k])
+            add_lines = []
+            for ln in dense:
+                if ln in found:
+                    continue
+                line = view.lines[ln]
+                if ci and lit.isascii():
+                    hit = lit in line.lower() if line.isascii() else needle in line.encode("latin-1", "replace").lower()
+                elif ci and lit.lower() != lit.upper():
+                    hit = lit in line.lower()
+                else:
+                    hit = lit in line
+                if hit:
+                    add_lines.append(ln)
+            if add_lines:
+                out[k] = sorted(found.union(add_lines))
+
+
+def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
+    import hyperscan
+
+    exprs = [_hs_escape(needle) for _, needle, _ in bytes_keys]
+    flags = [hyperscan.HS_FLAG_CASELESS if caseless else 0 for _, _, caseless in bytes_keys]
+    h = hashlib.sha256()
+    h.update(str(getattr(hyperscan, "__version__", "?")).encode())
+    for e, f in zip(exprs, flags):
+        h.update(e + b"\x00" + str(f).encode() + b"\x01")
+    path = _cache_dir() / f"literals-{h.hexdigest()[:32]}.hsdb"
+    try:
+        blob = path.read_bytes()
+        db = hyperscan.loadb(blob)
+        db.scratch = hyperscan.Scratch(db)
+        return db
+    except Exception:  # absent, truncated or from another version: compile again
+        pass
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".literals-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(hyperscan.dumpb(db))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:  # a read-only home: the database lives in memory only
+        pass
+    return db
+
+
+def _hs_escape(needle: bytes) -> bytes:
+    """A literal as a Hyperscan expression: every byte outside [A-Za-z0-9] as \\xHH."""
+    out = bytearray()
+    for b in needle:
+        if 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122:
+            out.append(b)
+        else:
+            out += b"\\x%02x" % b
+    return bytes(out)
+
+
+def _ahocorasick(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
+    from ahocorasick_rs import BytesAhoCorasick
+
+    sens = [(k, needle) for k, (_, needle, caseless) in enumerate(bytes_keys) if not caseless]
+    caseless = [(k, needle.lower()) for k, (_, needle, cl) in enumerate(bytes_keys) if cl]
+    a = BytesAhoCorasick([n for _, n in sens]) if sens else None
+    b = BytesAhoCorasick([n for _, n in caseless]) if caseless else None
+    return a, [k for k, _ in sens], b, [k for k, _ in caseless]
