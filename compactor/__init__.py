@@ -35,6 +35,7 @@ from .models import (
     Span,
 )
 from .pipeline import Compactor, compact
+from .collapse.store import default_store_path
 from .engine import load_rules
 from .tokens import get_counter
 from .anchor import build_anchor, merge, to_markdown, to_seed_json
@@ -70,6 +71,7 @@ __all__ = [
     "TrimStats",
     "build_anchor",
     "compact",
+    "default_store_path",
     "get_counter",
     "github_summary",
     "load_document",

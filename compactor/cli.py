@@ -36,6 +36,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", action="append", default=[], metavar="DIR", help="extra rule directory (repeatable)")
     p.add_argument("--store", metavar="PATH", default=None,
                    help="placeholder store: a directory or a .sqlite file (default: $COMPACTOR_STORE or ~/.cache/compactor/store.sqlite)")
+    p.add_argument("--store-max-mb", metavar="MB", default=None,
+                   help="size cap of the store; least recently used originals are evicted beyond it "
+                        "(default: $COMPACTOR_STORE_MAX_MB or 256)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
     _add_common(p)
 
+    p = sub.add_parser("store", help="placeholder store upkeep: stats, prune")
+    ssub = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser)
+    q = ssub.add_parser("stats", help="entries, bytes, cap, evicted ids, size on disk")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    _add_common(q)
+    q = ssub.add_parser("prune", help="evict least recently used originals down to the cap (or --to-mb)")
+    q.add_argument("--to-mb", metavar="MB", default=None, help="target size (default: the cap)")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    _add_common(q)
+
     _add_policy_commands(sub)
+    p = sub.add_parser("hook", help="agent hooks: 'compactor hook claude-code --help'", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -174,10 +189,17 @@ def _store_spec(args) -> str:
     return args.store or str(default_store_path())
 
 
+def _open_store(args):
+    from .collapse.store import open_store, parse_max_mb
+
+    cap = getattr(args, "store_max_mb", None)
+    return open_store(_store_spec(args), max_bytes=parse_max_mb(cap) if cap is not None else "default")
+
+
 def _compactor(args, **options):
     from . import Compactor
 
-    return Compactor(rules=tuple(args.rules), store=_store_spec(args), **options)
+    return Compactor(rules=tuple(args.rules), store=_open_store(args), **options)
 
 
 # ---------------------------------------------------------------------------- commands
@@ -256,8 +278,7 @@ def cmd_batch(args) -> int:
 
 
 def cmd_trim(args) -> int:
-    from . import Baseline, TrimOptions, github_summary, load_rules
-    from .collapse.store import open_store
+    from . import TrimOptions, github_summary, load_rules
     from .collapse.trim import trim_stream
     from .detect import Detector
     from .errors import InputError
@@ -266,7 +287,7 @@ def cmd_trim(args) -> int:
     receipt = "none" if args.no_receipt else args.receipt
     opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=receipt == "stdout")
     baseline = _load_baselines(args.baseline, args.baseline_dir)
-    store = open_store(_store_spec(args)) if args.keep_originals else None
+    store = _open_store(args) if args.keep_originals else None
     out, close = _open_out(args.output)
     try:
         if args.input == "-":
@@ -358,10 +379,10 @@ def cmd_scan(args) -> int:
 
 
 def cmd_expand(args) -> int:
-    from .collapse.store import open_store, valid_id
+    from .collapse.store import valid_id
 
     ref = valid_id(args.id)
-    store = open_store(_store_spec(args))
+    store = _open_store(args)
     data = store.get(ref)
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
@@ -431,10 +452,46 @@ def cmd_mcp(args) -> int:
 
         raise ConfigError(f"{exc}") from None
     run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+
+def cmd_store(args) -> int:
+    from .collapse.store import MB, parse_max_mb
+
+    action = getattr(args, "store_command", None)
+    if action is None:
+        from .errors import ConfigError
+
+        raise ConfigError("missing action: 'compactor store stats' or 'compactor store prune'")
+    if not Path(_store_spec(args)).exists():
+        from .errors import InputError
+
+        raise InputError("no store here yet (nothing was compacted with this store)", source=_store_spec(args))
+    store = _open_store(args)
+    if action == "stats":
+        st = store.stats()
+        if args.json:
+            sys.stdout.write(_dump(st.to_dict()))
+            return 0
+        cap = f"{st.max_bytes / MB:g} MB" if st.max_bytes else "none"
+        sys.stdout.write(f"store       {st.location} ({st.backend})\n"
+                         f"entries     {st.entries}\n"
+                         f"originals   {st.bytes / MB:.2f} MB ({st.bytes} bytes)\n"
+                         f"cap         {cap}\n"
+                         f"evicted ids {st.evicted} (expanding one says so)\n"
+                         f"on disk     {st.disk_bytes / MB:.2f} MB\n")
+        return 0
+    target = parse_max_mb(args.to_mb, "--to-mb") if args.to_mb is not None else None
+    res = store.prune(target)
+    if args.json:
+        sys.stdout.write(_dump(res.to_dict()))
+        return 0
+    st = res.stats
+    sys.stdout.write(f"evicted {res.evicted} entries ({res.freed_bytes / MB:.2f} MB); now {st.entries} entries, "
+                     f"{st.bytes / MB:.2f} MB of originals, {st.disk_bytes / MB:.2f} MB on disk\n")
     return 0
 
 
 COMMANDS: dict[str, Callable[[Any], int]] = {
+    "store": cmd_store,
     "compact": cmd_compact,
     "batch": cmd_batch,
     "trim": cmd_trim,
@@ -450,6 +507,10 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import CompactorError
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports
+        from .integrations.cli import hook_main
+
+        return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     try:
         parser = build_parser()

@@ -1,8 +1,11 @@
-"""Glue between compactor's public API and the agent frameworks people already run.
+"""Glue between compactor's public API and the agent hosts and frameworks people already run.
 
-Each module imports its host package (``mcp``, ``langchain``, ``agents``) itself, so importing
-this package costs nothing and needs none of them:
+Each module here is a thin layer over the public API (:func:`compactor.compact`,
+:class:`compactor.Compactor`); none imports the pipeline's internals. Each imports its host
+package itself, and compactor lazily, so importing this package costs nothing, needs none of
+them, and hook commands (run on every tool call of an agent) start fast:
 
+- :mod:`compactor.integrations.claude_code`: ``compactor hook claude-code ...``;
 - :mod:`compactor.integrations.mcp_server`: ``compactor mcp``, an MCP server over stdio
   (``pip install 'compactor[mcp]'``);
 - :mod:`compactor.integrations.langchain`: a summarizer for ``SummarizationMiddleware``, an edit

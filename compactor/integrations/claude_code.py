@@ -1,0 +1,511 @@
+"""Claude Code hooks: keep the evidence of large tool outputs and carry the anchor across ``/compact``.
+
+Three hook events (payload and output shapes as Claude Code 2.1.332 sends and reads them; the
+captured payloads are the fixtures under ``tests/fixtures/claude_code/``):
+
+``PostToolUse`` (Bash)
+    Claude Code keeps a Bash output of more than 30,000 characters in
+    ``tool_response.persistedOutputPath`` and shows the model only a ~2 KB head preview, so the
+    final error of a long command never reaches it. The hook reads the full output (from that
+    file when present), compacts it to Level 1 (errors, traces, numbers kept verbatim; benign
+    runs folded into placeholders whose originals go to the store) and answers with
+    ``hookSpecificOutput.updatedToolOutput``: the tool's own result object with ``stdout`` /
+    ``stderr`` replaced and the persisted-output fields removed, so the model sees it inline.
+    The result stays under :data:`INLINE_LIMIT` characters.
+
+``PreCompact``
+    Builds the deterministic anchor of the transcript (``transcript_path``), stores it per
+    session, and prints instructions on stdout: Claude Code appends them to the summariser's
+    prompt, so the summary is told what must survive.
+
+``SessionStart`` with source ``compact``
+    Re-injects the stored anchor as ``hookSpecificOutput.additionalContext`` (under
+    :data:`CONTEXT_LIMIT` characters; a longer anchor is shortened by priority and the path of the
+    full one is given).
+
+Every hook fails open: on any error the tool output is left untouched, the reason goes to
+stderr and the exit status is 0. Only the standard library is imported at start-up; compactor
+itself is imported when there is work to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "CONTEXT_LIMIT",
+    "EVENTS",
+    "INLINE_LIMIT",
+    "install",
+    "post_tool_use",
+    "pre_compact",
+    "run_hook",
+    "session_start",
+    "settings_snippet",
+]
+
+#: Claude Code inlines a tool result up to 30,000 characters; stay clearly below.
+INLINE_LIMIT = 29_000
+#: Claude Code's cap on hook ``additionalContext``; a longer anchor is shortened.
+CONTEXT_LIMIT = 10_000
+#: outputs shorter than this (characters, stdout + stderr) are left alone unless Claude Code
+#: already cut them (``persistedOutputPath``): Level 1 would save little and the model sees them whole.
+MIN_CHARS = 8000
+
+
+def _min_chars() -> int:
+    raw = os.environ.get("COMPACTOR_HOOK_MIN_CHARS", "")
+    try:
+        return max(0, int(raw)) if raw.strip() else MIN_CHARS
+    except ValueError:
+        raise ValueError(f"COMPACTOR_HOOK_MIN_CHARS={raw[:40]!r} is not a whole number of characters") from None
+#: the instructions printed by PreCompact carry at most this much of the anchor.
+PRECOMPACT_LIMIT = 8_000
+#: full outputs larger than this are not read back (the hook must stay fast); the head/tail
+#: Claude Code already has is used instead.
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+EVENTS = {"post-tool-use": "PostToolUse", "pre-compact": "PreCompact", "session-start": "SessionStart"}
+_SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class HookSkip(Exception):
+    """Nothing to do (not an error): the hook prints nothing."""
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _state_dir(host: str = "claude-code") -> Path:
+    env = os.environ.get("COMPACTOR_HOOK_DIR")
+    if env:
+        return Path(env) if host == "claude-code" else Path(env) / host
+    store = os.environ.get("COMPACTOR_STORE")
+    if store:
+        p = Path(store)
+        return (p.parent if p.suffix else p) / host
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "compactor" / host
+
+
+def _store_spec() -> str:
+    from .. import default_store_path
+
+    return str(default_store_path())
+
+
+def anchor_path(session_id: str, host: str = "claude-code") -> Path:
+    if not isinstance(session_id, str) or _SESSION_RE.fullmatch(session_id) is None:
+        raise ValueError(f"session_id {str(session_id)[:60]!r} is not a safe file name")
+    return _state_dir(host) / f"{session_id}.anchor.md"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read_text(path: str, limit: int = MAX_READ_BYTES) -> str | None:
+    try:
+        p = Path(path)
+        if not p.is_file() or p.stat().st_size > limit:
+            return None
+        return p.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------------------- PostToolUse
+
+
+def _level1(text: str) -> str:
+    """compactor's Level 1 of one tool output (plain text layout); originals go to the store."""
+    from .. import Compactor
+
+    comp = _compactor_cache.get("c")
+    if comp is None:
+        comp = _compactor_cache["c"] = Compactor(store=_store_spec(), level=1)
+    result = comp.compact(text, format="text")
+    out = result.messages
+    return out if isinstance(out, str) else text
+
+
+_compactor_cache: dict[str, Any] = {}
+
+
+def _fit(text: str, limit: int, full_ref: str) -> str:
+    """Cut the middle of an over-long compacted text, keeping its head and (more of) its tail,
+    where the final error usually is. The cut is named and points at the full output."""
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines(keepends=True)
+    budget = limit - 400
+    head_budget, tail_budget = budget // 3, budget - budget // 3
+    head: list[str] = []
+    used = 0
+    for ln in lines:
+        if used + len(ln) > head_budget:
+            break
+        head.append(ln)
+        used += len(ln)
+    tail: list[str] = []
+    used = 0
+    for ln in reversed(lines[len(head):]):
+        if used + len(ln) > tail_budget:
+            break
+        tail.append(ln)
+        used += len(ln)
+    tail.reverse()
+    omitted = len(lines) - len(head) - len(tail)
+    if not head and not tail:  # one giant line: cut by characters
+        return text[:head_budget] + f"\n[... {len(text) - budget} characters omitted · {full_ref} ...]\n" + text[-tail_budget:]
+    marker = f"[... {omitted} lines of compacted output omitted to fit the tool-result limit · {full_ref} ...]\n"
+    return "".join(head) + marker + "".join(tail)
+
+
+def post_tool_use(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The hook's answer for one PostToolUse payload, or ``None`` to leave the output untouched."""
+    if payload.get("hook_event_name") not in (None, "PostToolUse"):
+        raise HookSkip
+    if payload.get("tool_name") != "Bash":
+        raise HookSkip  # other tools' result shapes are not confirmed by a captured payload yet
+    resp = payload.get("tool_response")
+    if not isinstance(resp, dict) or not isinstance(resp.get("stdout"), str):
+        raise HookSkip
+    if resp.get("isImage") or resp.get("backgroundTaskId") or resp.get("structuredContent"):
+        raise HookSkip
+    stdout: str = resp["stdout"]
+    stderr: str = resp.get("stderr") or ""
+    persisted = resp.get("persistedOutputPath")
+    source_note = ""
+    if isinstance(persisted, str) and persisted:
+        full = _read_text(persisted)
+        if full is not None:
+            stdout = full
+            source_note = f"full output: {persisted}"
+        else:
+            source_note = f"full output (not read back): {persisted}"
+    min_chars = _min_chars()
+    if not persisted and len(stdout) + len(stderr) < min_chars:
+        raise HookSkip
+    new_stdout = _level1(stdout) if stdout.strip() else stdout
+    new_stderr = _level1(stderr) if len(stderr) >= min_chars else stderr
+    if new_stdout == stdout and new_stderr == stderr and not persisted:
+        raise HookSkip  # nothing collapsed: the output stays exactly as Claude Code has it
+    ref = source_note or "re-run the command for the full output"
+    header = (f"[compactor: {len(stdout) + len(stderr):,} characters of output compacted (Level 1: errors, "
+              f"traces and numbers verbatim; folded lines are placeholders, restore one with "
+              f"`compactor expand <ref>`){'; ' + source_note if source_note else ''}]\n")
+    room = INLINE_LIMIT - len(header) - len(new_stderr)
+    if room < INLINE_LIMIT // 2:
+        new_stderr = _fit(new_stderr, INLINE_LIMIT // 3, ref)
+        room = INLINE_LIMIT - len(header) - len(new_stderr)
+    new_stdout = header + _fit(new_stdout, room, ref)
+    updated = {k: v for k, v in resp.items() if k not in ("persistedOutputPath", "persistedOutputSize",
+                                                          "stdoutHoldsOutputEnd")}
+    updated["stdout"] = new_stdout
+    updated["stderr"] = new_stderr
+    return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": updated}}
+
+
+# ---------------------------------------------------------------------------- PreCompact / SessionStart
+
+
+#: text compactor's own hooks put into a session; records holding it are not read back into the
+#: next anchor (that would nest the anchor in itself and turn its wording into "constraints").
+_OWN_MARKERS = ("Restored by compactor after compaction", "compactor (deterministic anchor of this session)")
+
+
+def own_records_removed(raw: bytes) -> bytes:
+    """The transcript JSONL without the records that only echo compactor's hooks: hook
+    attachments (``hook_success`` / ``hook_additional_context``) and ``/compact``'s local command
+    output carrying compactor's text. Every other line is kept byte for byte."""
+    out: list[bytes] = []
+    for line in raw.splitlines(keepends=True):
+        if any(m.encode() in line for m in _OWN_MARKERS):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                rec = None
+            if isinstance(rec, dict) and rec.get("type") in ("response_item", "event_msg"):
+                payload = rec.get("payload")
+                if isinstance(payload, dict) and payload.get("type") in (
+                        "message", "user_message", "agent_message", "hook_output", "hook_completed"):
+                    continue  # Codex rollout: the re-injected anchor as a message or event
+            if isinstance(rec, dict):
+                att = rec.get("attachment")
+                if rec.get("type") == "attachment" and isinstance(att, dict) and str(att.get("type", "")).startswith("hook_"):
+                    continue
+                msg = rec.get("message")
+                content = msg.get("content") if isinstance(msg, dict) else None
+                if rec.get("type") == "user" and isinstance(content, str) and content.startswith("<local-command-stdout>"):
+                    continue
+        out.append(line)
+    return b"".join(out)
+
+
+def _anchor_markdown(transcript: str, fmt: str = "claude-code") -> str:
+    from .. import compact, to_markdown
+
+    raw = Path(transcript).read_bytes()
+    result = compact(own_records_removed(raw), format=fmt, level=2, store=_store_spec())
+    if result.anchor is None:
+        raise RuntimeError("no anchor was built from the transcript")
+    return to_markdown(result.anchor)
+
+
+def store_anchor(payload: dict[str, Any], host: str = "claude-code", fmt: str = "claude-code") -> tuple[str, Path]:
+    """Build the anchor of the payload's transcript and store it for the session: (markdown, path)."""
+    transcript = payload.get("transcript_path")
+    if not isinstance(transcript, str) or not Path(transcript).is_file():
+        raise ValueError(f"transcript_path {str(transcript)[:200]!r} is not a readable file")
+    path = anchor_path(payload.get("session_id", ""), host)
+    md = _anchor_markdown(transcript, fmt)
+    _atomic_write(path, md)
+    return md, path
+
+
+def pre_compact(payload: dict[str, Any]) -> str:
+    """Build and store the anchor; return the instructions for the summariser (stdout)."""
+    md, path = store_anchor(payload)
+    shown = shorten_anchor(md, PRECOMPACT_LIMIT - 600, path)
+    return ("compactor (deterministic anchor of this session): the summary must keep the following "
+            "verbatim - the user's constraints, the key evidence (exact error lines, file:line, "
+            "numbers), the excluded approaches and failed attempts with why they failed, and the "
+            "open next steps.\n\n" + shown)
+
+
+def session_start(payload: dict[str, Any], host: str = "claude-code") -> dict[str, Any] | None:
+    """After compaction (source ``compact``): the stored anchor as ``additionalContext``."""
+    if payload.get("source") != "compact":
+        raise HookSkip
+    path = anchor_path(payload.get("session_id", ""), host)
+    try:
+        md = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HookSkip from None
+    intro = ("Restored by compactor after compaction: the deterministic anchor of this session as it "
+             "was just before /compact (user constraints, verbatim evidence, excluded approaches, "
+             "next steps). It is authoritative where the summary above is vaguer.\n\n")
+    body = shorten_anchor(md, CONTEXT_LIMIT - len(intro) - 50, path)
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": intro + body}}
+
+
+_PRIORITY = ("constraint", "evidence", "excluded", "goal", "open", "decision", "done", "files",
+             "约束", "证据", "排除", "目标", "待解决", "决策", "已完成", "文件")
+
+
+def shorten_anchor(md: str, limit: int, path: Path) -> str:
+    """The anchor Markdown if it fits ``limit`` characters, else a shortened version: sections
+    kept in priority order (constraints, evidence, excluded approaches, goal, next steps, ...)
+    with their first lines, in their original order, plus the path of the full anchor."""
+    if len(md) <= limit:
+        return md
+    note = f"\n[anchor shortened to fit; the full anchor is in {path}]\n"
+    limit -= len(note)
+    sections = [s for s in md.split("\n\n") if s.strip()]
+
+    def rank(sec: str) -> int:
+        head = sec.splitlines()[0].casefold()
+        for i, key in enumerate(_PRIORITY):
+            if key in head:
+                return i % 8
+        return 8
+
+    keep: dict[int, list[str]] = {}
+    used = 0
+    for idx in sorted(range(len(sections)), key=lambda i: (rank(sections[i]), i)):
+        lines = sections[idx].splitlines()
+        chosen: list[str] = []
+        for ln in lines:
+            ln = ln if len(ln) <= 600 else ln[:597] + "..."
+            if used + len(ln) + 1 > limit:
+                break
+            chosen.append(ln)
+            used += len(ln) + 1
+        if len(chosen) < len(lines) and chosen:
+            more = f"- ... {len(lines) - len(chosen)} more"
+            if used + len(more) + 1 <= limit:
+                chosen.append(more)
+                used += len(more) + 1
+        if chosen:
+            keep[idx] = chosen
+        used += 1
+    return "\n\n".join("\n".join(keep[i]) for i in sorted(keep)) + "\n" + note
+
+
+# ---------------------------------------------------------------------------- install
+
+
+def hook_command(event: str, exe: str | None = None) -> str:
+    exe = exe or _compactor_exe()
+    return f"{shlex.quote(exe)} hook claude-code {event}"
+
+
+def _compactor_exe() -> str:
+    import shutil
+
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if argv0 and os.path.basename(argv0) == "compactor" and os.path.isfile(argv0):
+        return os.path.abspath(argv0)
+    found = shutil.which("compactor")
+    return os.path.abspath(found) if found else "compactor"
+
+
+def settings_snippet(exe: str = "compactor") -> dict[str, Any]:
+    """The ``hooks`` block of a Claude Code settings.json that runs compactor's hooks."""
+    return {"hooks": {
+        "PostToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": hook_command("post-tool-use", exe), "timeout": 60}]}],
+        "PreCompact": [{"hooks": [{"type": "command", "command": hook_command("pre-compact", exe), "timeout": 120}]}],
+        "SessionStart": [{"matcher": "compact", "hooks": [
+            {"type": "command", "command": hook_command("session-start", exe), "timeout": 30}]}],
+    }}
+
+
+def codex_hooks_snippet(exe: str = "compactor") -> dict[str, Any]:
+    """The ``hooks.json`` of Codex CLI (in ``$CODEX_HOME``) that carries the anchor across compaction."""
+    q = shlex.quote(exe)
+    return {"hooks": {
+        "PreCompact": [{"hooks": [{"type": "command", "command": f"{q} hook codex pre-compact"}]}],
+        "SessionStart": [{"matcher": "compact", "hooks": [
+            {"type": "command", "command": f"{q} hook codex session-start"}]}],
+    }}
+
+
+def settings_path(scope: str, project_dir: str | os.PathLike[str] | None = None) -> Path:
+    if scope == "project":
+        return Path(project_dir or os.getcwd()) / ".claude" / "settings.json"
+    if scope == "user":
+        cfg = os.environ.get("CLAUDE_CONFIG_DIR")
+        return Path(cfg) / "settings.json" if cfg else Path.home() / ".claude" / "settings.json"
+    raise ValueError(f"unknown scope {scope!r}: use 'project' or 'user'")
+
+
+_OURS = re.compile(r"\bhook\s+claude-code\s+(post-tool-use|pre-compact|session-start)\b")
+
+
+def merge_settings(settings: dict[str, Any], exe: str) -> tuple[dict[str, Any], bool]:
+    """Merge compactor's hooks into a parsed settings.json: other keys and other hooks are kept
+    as they are; compactor's own entries are updated in place (so installing twice is a no-op)."""
+    from ..errors import InputError
+
+    out = json.loads(json.dumps(settings))
+    hooks = out.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InputError("'hooks' is not an object; fix it by hand first", source="settings.json")
+    changed = False
+    for event, groups in settings_snippet(exe)["hooks"].items():
+        want = groups[0]
+        existing = hooks.setdefault(event, [])
+        if not isinstance(existing, list):
+            raise InputError(f"'hooks.{event}' is not a list; fix it by hand first", source="settings.json")
+        found = False
+        for group in existing:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                continue
+            for i, h in enumerate(group["hooks"]):
+                if isinstance(h, dict) and isinstance(h.get("command"), str) and _OURS.search(h["command"]):
+                    if found:
+                        continue
+                    found = True
+                    if h != want["hooks"][0] or group.get("matcher") != want.get("matcher"):
+                        group["hooks"][i] = dict(want["hooks"][0])
+                        if "matcher" in want:
+                            group["matcher"] = want["matcher"]
+                        changed = True
+        if not found:
+            existing.append(json.loads(json.dumps(want)))
+            changed = True
+    return out, changed
+
+
+def install(scope: str = "user", project_dir: str | None = None, exe: str | None = None) -> tuple[Path, bool]:
+    """Merge compactor's hooks into the settings file of ``scope``; returns (path, changed)."""
+    from ..errors import InputError
+
+    path = settings_path(scope, project_dir)
+    settings: dict[str, Any] = {}
+    if path.exists():
+        raw = path.read_text(encoding="utf-8")
+        if raw.strip():
+            try:
+                settings = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc.msg}); fix it before installing", source=str(path),
+                                 position=f"line {exc.lineno} column {exc.colno}") from None
+            if not isinstance(settings, dict):
+                raise InputError("settings file is not a JSON object", source=str(path))
+    merged, changed = merge_settings(settings, exe or _compactor_exe())
+    if changed:
+        _atomic_write(path, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    return path, changed
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def _dispatch(host: str, event: str, payload: dict[str, Any]) -> Any:
+    if host == "codex":
+        if event == "pre-compact":  # Codex reads no instructions from it: store the anchor, print nothing
+            store_anchor(payload, host="codex", fmt="codex")
+            return None
+        if event == "session-start":
+            return session_start(payload, host="codex")
+        raise ValueError(f"unknown Codex hook event {event!r}; expected pre-compact or session-start")
+    if event == "post-tool-use":
+        return post_tool_use(payload)
+    if event == "pre-compact":
+        return pre_compact(payload)
+    if event == "session-start":
+        return session_start(payload)
+    raise ValueError(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
+
+
+def run_hook(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
+             stderr: IO[str] | None = None, host: str = "claude-code") -> int:
+    """Run one hook on a JSON payload from ``stdin``. Always exits 0 (fail open)."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        raw = stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            raise ValueError("hook payload is not a JSON object")
+        out = _dispatch(host, event, payload)
+        if out is None:
+            return 0
+        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+        stdout.write(text if text.endswith("\n") else text + "\n")
+        stdout.flush()
+    except HookSkip:
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - fail open, whatever happened
+        msg = " ".join(str(exc).split())[:300] or type(exc).__name__
+        try:
+            stderr.write(f"compactor hook {host} {event}: {type(exc).__name__}: {msg}; "
+                         f"left the {'tool output' if event == 'post-tool-use' else 'session'} untouched\n")
+            stderr.flush()
+        except (OSError, ValueError):
+            pass
+    return 0
