@@ -86,13 +86,16 @@ class BatchConfig(BaseModel):
     format: str = Field(default="auto", description="layout name, or auto-detect per record")
     emit: Literal["messages", "json", "anchor", "markdown", "report"] = Field(
         default="messages", description="messages: the compacted input in its own layout")
+    mode: Literal["compact", "trim"] = Field(
+        default="compact", description="trim: CI logs through compactor.trim (what 'compactor trim FILE' prints)")
 
     @classmethod
-    def from_options(cls, *, format: str = "auto", emit: str = "messages", **options: Any) -> "BatchConfig":
+    def from_options(cls, *, format: str = "auto", emit: str = "messages", mode: str = "compact",
+                     **options: Any) -> "BatchConfig":
         """Build from flat compaction options (``level=1, budget=4000, ...``); bad values raise
         :class:`~compactor.ConfigError` naming the option."""
         try:
-            return cls(compactor=CompactorConfig(**options), format=format, emit=emit)
+            return cls(compactor=CompactorConfig(**options), format=format, emit=emit, mode=mode)
         except ValidationError as exc:
             err = exc.errors()[0]
             name = ".".join(str(x) for x in err["loc"])
@@ -212,6 +215,8 @@ def compact_record(record: Mapping[str, Any], config: BatchConfig | None = None)
     try:
         rid, payload = _payload(record)
         comp = _compactor_for(cfg)
+        if cfg.mode == "trim":
+            return _trim_record(rid, payload, cfg, comp.counter)
         doc = compactor.load_document(payload, format=cfg.format, source=rid,
                                       max_json_depth=cfg.compactor.max_json_depth)
         result = comp.compact(doc)
@@ -250,6 +255,32 @@ def compact_record(record: Mapping[str, Any], config: BatchConfig | None = None)
         return _error_row(rid, payload, f"{rid}: internal error: {type(exc).__name__}: {detail}", 1)
 
 
+def _trim_record(rid: str, payload: Any, cfg: BatchConfig, counter: Any) -> dict[str, Any]:
+    """A log through :func:`compactor.trim`, with the receipt line as ``compactor trim`` writes it."""
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8", "surrogatepass")
+    if not isinstance(payload, bytes):
+        raise InputError("trim takes a log (text or bytes), not parsed messages", source=rid)
+    head = payload[:8192]
+    nul = head.find(b"\x00")
+    if nul != -1 and head.count(b"\x00") > len(head) // 20:
+        raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs", source=rid,
+                         position=f"byte {nul}")
+    result = compactor.trim(payload, rules=cfg.compactor.rules, context=cfg.compactor.context_lines, receipt=True)
+    text, stats = result.text, result.stats
+    return {
+        "id": rid, "ok": True, "error": None, "error_code": None, "format": "log",
+        "level": 1 if stats.folded else 0,
+        "tokens_before": counter.count(payload.decode("utf-8", "replace")),
+        "tokens_after": counter.count(text),
+        "protected": stats.protected_lines, "placeholders": stats.regions, "diagnostics": stats.rule_timeouts,
+        "evidence": json.dumps({"protected-lines": stats.protected_lines}, separators=(",", ":")),
+        "input_sha256": hashlib.sha256(payload).hexdigest(),
+        "output_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+        "output": text,
+    }
+
+
 def compact_batch(records: Iterable[Mapping[str, Any]], config: BatchConfig | None = None) -> list[dict[str, Any]]:
     """:func:`compact_record` over each record, in order."""
     cfg = config if config is not None else BatchConfig()
@@ -259,8 +290,8 @@ def compact_batch(records: Iterable[Mapping[str, Any]], config: BatchConfig | No
 # ---------------------------------------------------------------------------- files
 
 
-def output_name(rel: str, emit: str) -> str:
-    return rel + _EMIT_SUFFIX[emit]
+def output_name(rel: str, emit: str, mode: str = "compact") -> str:
+    return rel if mode == "trim" else rel + _EMIT_SUFFIX[emit]
 
 
 def discover(inputs: Sequence[str], *, exclude_dirs: Sequence[Path] = (), include: Sequence[str] = (),
@@ -407,7 +438,7 @@ def run_file_task(task: FileTask, config: BatchConfig, fingerprint: str) -> dict
         except OSError as exc:
             row = {**row, "ok": False, "error": f"{task.out}: cannot write output: {exc.strerror}", "error_code": 1,
                    "output_sha256": None}
-    return _entry(task, row, fingerprint, output_name(task.name, config.emit) if row["ok"] else None)
+    return _entry(task, row, fingerprint, output_name(task.name, config.emit, config.mode) if row["ok"] else None)
 
 
 # ---------------------------------------------------------------------------- driver
@@ -526,7 +557,7 @@ def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchCon
     previous = _load_previous(report_path) if resume else {}
     tasks: list[FileTask] = []
     for path, name in found:
-        target = out / output_name(name, config.emit)
+        target = out / output_name(name, config.emit, config.mode)
         if target.resolve() == report_path.resolve():
             raise ConfigError(f"the output of {path} would overwrite the report {report_path}; pass --report FILE")
         tasks.append(FileTask(str(path), name, str(target), path.stat().st_size, previous.get(name)))

@@ -139,6 +139,9 @@ def _add_batch_command(sub) -> None:
     p.add_argument("--no-resume", action="store_true", help="compact every input again, even those already done")
     p.add_argument("--include", action="append", default=[], metavar="GLOB", help="only file names matching (repeatable)")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip file names matching (repeatable)")
+    p.add_argument("--trim", action="store_true",
+                   help="CI logs: each input through 'compactor trim' (errors and traces kept, the rest folded)")
+    p.add_argument("--context", type=int, default=None, metavar="N", help="with --trim: lines kept around protected lines")
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto per file")
     p.add_argument("--emit", default="messages", choices=["messages", "json", "anchor", "markdown", "report"],
                    help="messages (default): each input in its own layout; others add a suffix to the name")
@@ -256,7 +259,10 @@ def cmd_batch(args) -> int:
         from .errors import ConfigError
 
         raise ConfigError("--workers must be at least 1")
-    config = BatchConfig.from_options(format=args.format, emit=args.emit, **options)
+    if args.context is not None:
+        options["context_lines"] = max(0, args.context)
+    config = BatchConfig.from_options(format=args.format, emit=args.emit, mode="trim" if args.trim else "compact",
+                                      **options)
     runner = None
     if args.engine == "ray":
         from .integrations.ray import run_file_tasks as runner

@@ -338,3 +338,30 @@ def test_errors_without_a_source_still_name_the_record():
     text = (FIX / "demo" / "debug-session.openai.json").read_text(encoding="utf-8")
     row = compact_record({"id": "runs/a.json", "text": text}, BatchConfig.from_options(level=0, emit="anchor"))
     assert not row["ok"] and row["error"].startswith("runs/a.json: ") and "anchor" in row["error"]
+
+
+@pytest.mark.corpus
+def test_trim_mode_over_ci_logs_equals_compactor_trim(tmp_path, capsys, monkeypatch):
+    root = CORPUS / "ci-breakages"
+    if not root.is_dir():
+        pytest.skip("../shared/corpus not available")
+    logs = sorted(str(p) for p in root.glob("*/fail.log"))
+    assert len(logs) > 5
+    bad = tmp_path / "core.bin"
+    bad.write_bytes(b"\x7fELF" + b"\x00" * 4000)
+    a, b = tmp_path / "a", tmp_path / "b"
+    rc1, _, err1 = _batch([*logs, str(bad), "--trim", "--out", str(a), "--workers", "1", "-q"], capsys)
+    rc2, _, _ = _batch([*logs, str(bad), "--trim", "--out", str(b), "--workers", "2", "-q"], capsys)
+    assert rc1 == rc2 == 2 and "binary data" in err1
+    assert _tree(a) == _tree(b)
+    entries = {e["input"]: e for e in iter_jsonl(a / "report.jsonl")}
+    base = Path(os.path.commonpath([str(Path(p).resolve().parent) for p in [*logs, str(bad)]]))
+    assert not entries[bad.resolve().relative_to(base).as_posix()]["ok"]
+    monkeypatch.chdir(tmp_path)
+    for log in logs:
+        name = Path(log).resolve().relative_to(base).as_posix()
+        e = entries[name]
+        assert e["ok"] and e["layout"] == "log" and e["tokens_after"] < e["tokens_before"], name
+        assert cli.main(["trim", log, "-o", str(tmp_path / "one.log")]) == 0
+        assert (a / name).read_bytes() == (tmp_path / "one.log").read_bytes(), name
+    capsys.readouterr()
