@@ -149,3 +149,6 @@ def test_spans_built_at_the_edge_equal_validated_ones():
         assert again == s and again.model_dump_json() == s.model_dump_json()
         with pytest.raises(Exception):
             s.start = 0  # frozen
+        # Level 1 shortens long traces with model_copy: it must work on these spans too
+        copy = s.model_copy(update={"text": "x", "elided": True})
+        assert copy.text == "x" and copy.elided and s.text != "x" and not s.elided

@@ -591,7 +591,7 @@ def _make_span(rule_id, family, segment_id, start, end, line_start, line_end, te
     _set(obj, "__dict__", {"rule_id": rule_id, "family": family, "segment_id": segment_id, "start": start,
                            "end": end, "line_start": line_start, "line_end": line_end, "text": text,
                            "priority": priority, "step_id": step_id, "elided": False})
-    _set(obj, "__pydantic_fields_set__", _SPAN_FIELDS)
+    _set(obj, "__pydantic_fields_set__", set(_SPAN_FIELDS))  # a set of its own: model_copy updates it
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj
