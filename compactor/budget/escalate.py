@@ -431,7 +431,7 @@ class _Escalation:
         self.floor = floor
         if floor > budget:
             raise BudgetError(self.floor_message(budget, floor), floor=floor)
-        mirrors = self.state.doc.state.get("mirrors", {})
+        mirrors = self.state.doc.state.mirrors
         room = budget - floor
         chosen = list(floor_items)
         extra: list = []

@@ -31,7 +31,7 @@ def sent_texts(doc: Document) -> list[str]:
     """Every text of a read document that an agent would send: segment texts (messages,
     tool-call arguments, tool results, harness text) plus the mirror copies the layout holds."""
     out = [s.text for s in doc.segments]
-    for _sid, paths in sorted(doc.state.get("mirrors", {}).items()):
+    for _sid, paths in sorted(doc.state.mirrors.items()):
         for p in paths:
             try:
                 v = get_at(doc.data, p)

@@ -99,6 +99,9 @@ class LayoutState:
     action_steps: dict[Any, Any] = field(default_factory=dict)
     # gemini: segment id -> the stream chunks that hold its text
     chunks: dict[str, list[int]] = field(default_factory=dict)
+    # codex TUI recordings: segment id -> owned record paths; call id -> output delta paths
+    owned: dict[str, list[Any]] = field(default_factory=dict)
+    deltas: dict[str, list[Any]] = field(default_factory=dict)
     # the seed-000 step array: the task's own objective and summary budget
     objective: str | None = None
     budget: int | None = None

@@ -145,7 +145,7 @@ class ClaudeMarkdownFormat(Format):
                 step += 1
             reader.content(i, sec["role"], content, ("sections", i), max(step, 1))
         doc = Document(self.name, data, reader.segments, probe.raw.source)
-        doc.state["pairs"] = reader.calls.pairs
+        doc.state.pairs = reader.calls.pairs
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
@@ -159,7 +159,7 @@ class ClaudeMarkdownFormat(Format):
         def record_of(seg: Segment) -> int | None:
             return _record(seg)
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         sections = new["sections"]
         for i in touched:
             if i is not None and 0 <= i < len(sections):

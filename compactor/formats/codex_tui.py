@@ -32,7 +32,7 @@ import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Format, Probe, jsonl_records, make_segment, plan_drops
+from .base import CallIndex, Document, Edits, Format, Probe, jsonl_records, make_segment, plan_drops, update_state
 
 _DIRS = ("meta", "to_tui", "from_tui")
 _KEY = regex.compile(r"code:\s*(Char\('((?:\\.|[^'\\])*)'\)|Enter|Backspace|Tab)")
@@ -211,7 +211,7 @@ class CodexTuiFormat(Format):
         if not segs:
             raise self.fail(probe, "no prompts, agent messages or commands in the recording")
         doc = Document(self.name, records, segs, probe.raw.source)
-        doc.state.update(owned=owned, mirrors=mirrors, clear=clear, deltas=deltas, pairs=calls.pairs)
+        update_state(doc.state, owned=owned, mirrors=mirrors, clear=clear, deltas=deltas, pairs=calls.pairs)
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
@@ -221,26 +221,26 @@ class CodexTuiFormat(Format):
         applied = self.replace_texts(data, doc, edits)
         gone: set[int] = set()
         for seg, _text in applied:
-            for path in doc.state.get("clear", {}).get(seg.id, []):
+            for path in doc.state.clear.get(seg.id, []):
                 try:
                     data[path[0]][path[1]][path[2]][path[3]] = ""
                 except (KeyError, IndexError, TypeError):
                     pass
             if seg.kind == SegmentKind.tool_result and seg.call_id:
-                gone.update(doc.state.get("deltas", {}).get(str(seg.call_id), []))
-        owned = doc.state.get("owned", {})
+                gone.update(doc.state.deltas.get(str(seg.call_id), []))
+        owned = doc.state.owned
 
         def record_of(seg: Segment) -> int | None:
             recs = owned.get(seg.id)
             return recs[-1] if recs else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.get("pairs", []))
+        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
         by_last = {recs[-1]: recs for recs in owned.values() if recs}
         for r in list(dropped):
             gone.update(by_last.get(r, [r]))
         for seg in doc.segments:
             if seg.kind == SegmentKind.tool_result and seg.call_id and record_of(seg) in dropped:
-                gone.update(doc.state.get("deltas", {}).get(str(seg.call_id), []))
+                gone.update(doc.state.deltas.get(str(seg.call_id), []))
         first = min(dropped) if dropped else None
         insert_at = min(gone) if (first is not None and gone) else (0 if edits.summary else None)
         text = edits.summary
