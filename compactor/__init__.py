@@ -11,9 +11,10 @@ builds a structured anchor memory; an LLM is optional and guarded.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
-from .config import CompactorConfig
+from typing import TYPE_CHECKING
+
 from .errors import (
     BudgetError,
     CompactorError,
@@ -24,24 +25,70 @@ from .errors import (
     RuleError,
     StoreError,
 )
-from .formats import Document, Edits, REGISTRY as FORMATS, load_document
-from .models import (
-    Anchor,
-    CompactionResult,
-    Diagnostic,
-    Placeholder,
-    Report,
-    Segment,
-    Span,
-)
-from .pipeline import Compactor, compact
-from .collapse.store import default_store_path
-from .engine import load_rules
-from .tokens import get_counter
-from .anchor import build_anchor, merge, to_markdown, to_seed_json
-from .tools import TriggerDecision, should_compact
 
-from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
+# Everything else is imported on first use (PEP 562): ``import compactor`` stays cheap, and a
+# command that only trims a log never loads the anchor, the LLM or the layout readers.
+_LAZY: dict[str, tuple[str, str]] = {
+    "CompactorConfig": (".config", "CompactorConfig"),
+    "Document": (".formats", "Document"),
+    "Edits": (".formats", "Edits"),
+    "FORMATS": (".formats", "REGISTRY"),
+    "load_document": (".formats", "load_document"),
+    "Anchor": (".models", "Anchor"),
+    "CompactionResult": (".models", "CompactionResult"),
+    "Diagnostic": (".models", "Diagnostic"),
+    "Placeholder": (".models", "Placeholder"),
+    "Report": (".models", "Report"),
+    "Segment": (".models", "Segment"),
+    "Span": (".models", "Span"),
+    "Compactor": (".pipeline", "Compactor"),
+    "compact": (".pipeline", "compact"),
+    "Session": (".session", "Session"),
+    "load_rules": (".engine", "load_rules"),
+    "get_counter": (".tokens", "get_counter"),
+    "build_anchor": (".anchor", "build_anchor"),
+    "merge": (".anchor", "merge"),
+    "to_markdown": (".anchor", "to_markdown"),
+    "to_seed_json": (".anchor", "to_seed_json"),
+    "TriggerDecision": (".tools", "TriggerDecision"),
+    "should_compact": (".tools", "should_compact"),
+    "trim": (".collapse.trim", "trim"),
+    "Baseline": (".collapse.trim", "Baseline"),
+    "TrimOptions": (".collapse.trim", "TrimOptions"),
+    "TrimResult": (".collapse.trim", "TrimResult"),
+    "TrimStats": (".collapse.trim", "TrimStats"),
+    "github_summary": (".collapse.trim", "github_summary"),
+    "default_store_path": (".collapse.store", "default_store_path"),
+}
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'compactor' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(target[0], __name__), target[1])
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from .anchor import build_anchor, merge, to_markdown, to_seed_json
+    from .collapse.store import default_store_path
+    from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
+    from .config import CompactorConfig
+    from .engine import load_rules
+    from .formats import REGISTRY as FORMATS, Document, Edits, load_document
+    from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, Span
+    from .pipeline import Compactor, compact
+    from .session import Session
+    from .tokens import get_counter
+    from .tools import TriggerDecision, should_compact
 
 __all__ = [
     "Anchor",
@@ -63,6 +110,7 @@ __all__ = [
     "Report",
     "RuleError",
     "Segment",
+    "Session",
     "Span",
     "StoreError",
     "TriggerDecision",

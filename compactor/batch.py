@@ -121,13 +121,13 @@ _WORKERS: dict[str, _Worker] = {}  # per process: config JSON -> ready Compactor
 
 
 def _compactor_for(config: BatchConfig) -> Any:
-    """The ready compactor of this process for ``config``. What a compactor keeps between calls
-    must not reach the next record: the anchor it caches is only ever extended by a conversation
-    that starts with the same segments (and merging equals building), the Level 3 counter is not
-    reset by anything, so a compactor that reached Level 3 is replaced before the next record."""
+    """The ready compactor of this process for ``config``. A ``Compactor`` holds configuration
+    and pure memos only (per-conversation state such as the Level 3 counter lives in the
+    conversation of each call), so one serves every record; with an in-memory store it is
+    replaced now and then so the store does not grow without end."""
     key = config.model_dump_json()
     w = _WORKERS.get(key)
-    if w is None or w.comp.level3_count or (config.compactor.store is None and w.used >= _RECYCLE_AFTER):
+    if w is None or (config.compactor.store is None and w.used >= _RECYCLE_AFTER):
         if w is None and len(_WORKERS) >= 8:
             _WORKERS.clear()
         w = _WORKERS[key] = _Worker(compactor.Compactor(config.compactor))

@@ -21,6 +21,12 @@ class CompactorConfig(BaseModel):
     rules: tuple[str, ...] = Field(default=(), description="extra rule directories")
     encoding: str = "cl100k_base"
     keep_recent: int = Field(default=3, ge=0, description="the last K tool outputs stay raw")
+    collapse_batch: int = Field(default=1, ge=1, le=1000,
+                                description="older tool outputs collapse this many at a time (a session's "
+                                            "previous output stays a byte prefix of the next one in between)")
+    low_water: float = Field(default=0.6, gt=0, le=1,
+                             description="a session over its budget compacts to this share of it, then appends "
+                                         "untouched until the budget is exceeded again")
     keep_recent_turns: int = Field(default=6, ge=0, description="Level 2: the last N messages stay raw, older ones go into the anchor")
     context_lines: int = Field(default=2, ge=0, le=20, description="lines of context kept around protected spans")
     min_collapse_lines: int = Field(default=6, ge=2, description="benign regions shorter than this are kept")
@@ -31,6 +37,7 @@ class CompactorConfig(BaseModel):
     store: str | None = Field(default=None, description="None = in-memory; a directory or a .sqlite file")
     redact: bool = False
     handoff_after: int = Field(default=2, ge=1, description="recommend a new session after this many Level 3 compactions")
+    anchor_max_tokens: int = Field(default=2000, ge=0, description="size bound of the anchor's written form (0: none); filled by priority, the rest counted as overflow")
     llm: str | None = None
     llm_base_url: str | None = None
     llm_timeout: float = 60.0

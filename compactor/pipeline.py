@@ -1,9 +1,17 @@
-"""The pipeline: read → normalise/detect → collapse (Level 1) → anchor (Level 2) → budget
-(Level 3) → self-check → write.
+"""The pipeline: one ordered list of named stages over one private, mutable state.
 
-:class:`Compactor` holds everything that is expensive to build (compiled rules, the store, the
-token counter) and a per-segment cache keyed by content hash, so an agent calling
-``compact()`` every turn on its growing message list only pays for the new messages.
+    read → normalise → detect → level1 → anchor → budget → refine → selfcheck → redact → write
+
+Each stage is a method ``_stage_<name>(state)`` of :class:`Compactor`, listed in
+:data:`STAGES`; ``Compactor.stages`` is the ordered mapping actually run, so a stage can be
+replaced or disabled by name (``comp.stages["refine"] = my_refine``; ``read`` and ``write`` are
+required). Only frozen results leave the state.
+
+:class:`Compactor` holds configuration and what is expensive to build (compiled rules, the store,
+the token counter) and a memo of per-segment detection keyed by content (a pure function of the
+text and the rules, shared safely). What belongs to one conversation (the Level 3 counter, the
+incrementally merged anchor, the collapse decisions) lives in a :class:`Conversation`: a fresh one
+for every :meth:`Compactor.compact` call, a lasting one in a :class:`~compactor.session.Session`.
 """
 
 from __future__ import annotations
@@ -11,21 +19,62 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .collapse.level1 import Level1, SegmentOutcome
 from .collapse.store import Store, open_store
 from .config import CompactorConfig, make_config
-from .detect import Detector
+from .detect import DetectResult, Detector
 from .engine import Classifier, load_rules
 from .formats import Document, Edits, get_format, load_document
-from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, Severity, Span
+from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, SelfCheck,
+                     Severity, Span)
+from .normalize import normalize
 from .tokens import get_counter
 
-__all__ = ["Compactor", "PipelineState", "compact", "load_document"]
+__all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact"]
 
+STAGES: tuple[str, ...] = ("read", "normalise", "detect", "level1", "anchor", "budget", "refine", "selfcheck",
+                           "redact", "write")
+REQUIRED_STAGES = frozenset({"read", "write"})
 CACHE_SIZE = 20_000
+
+
+def collapse_boundary(results: int, keep_recent: int, batch: int = 1) -> int:
+    """Tool results ``[0, boundary)`` may be collapsed; the newer ones stay raw.
+
+    The last ``keep_recent`` results always stay raw. With ``batch`` > 1 the boundary only moves
+    in steps of ``batch`` results, so an agent compacting every turn sees older outputs collapse
+    a batch at a time (its previous output stays a byte prefix of the next one in between) instead
+    of one per turn. A pure function of the count: a one-shot compaction and a session agree."""
+    if not keep_recent or results <= 1:
+        return results
+    return (max(0, results - keep_recent) // max(1, batch)) * max(1, batch)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The decisions of a fitted compaction, re-applied as they are by a session under its budget
+    (what was dropped, the summary, how far outputs collapsed): new messages are appended."""
+
+    config: CompactorConfig
+    boundary: int
+    dropped: frozenset[str]
+    summary: str | None
+    level: int
+    self_check: SelfCheck | None
+
+
+class Conversation:
+    """What belongs to one conversation, never to a configuration: the Level 3 counter (the exit
+    signal), the incrementally merged anchor, per-segment detection and Level 1 results. The
+    budget stage reads the shared machinery (token counter, store) through it."""
+
+    def __init__(self, compactor: "Compactor"):
+        self.counter = compactor.counter
+        self.store = compactor.store
+        self.level3_count = 0
+        self._policy_anchor_cache = None  # the budget stage's incrementally merged anchor
 
 
 @dataclass
@@ -34,6 +83,12 @@ class PipelineState:
 
     doc: Document
     config: CompactorConfig
+    conversation: Conversation | None = None
+    source: Any = None                      # what ``read`` reads (when ``doc`` is not given)
+    format: str = "auto"
+    todo: list[Segment] = field(default_factory=list)              # segments whose detection is not memoised
+    normalized: dict[str, str] = field(default_factory=dict)       # segment id -> normalised text (todo only)
+    detections: dict[str, DetectResult] = field(default_factory=dict)
     outcomes: dict[str, SegmentOutcome] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # segment id -> current text
     dropped: set[str] = field(default_factory=set)
@@ -43,12 +98,21 @@ class PipelineState:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     placeholders: list[Placeholder] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
-    self_check: Any = None
+    self_check: SelfCheck | None = None
     exit_signal: bool = False
     recommend_new_session: bool = False
     handoff: str | None = None
-    level1: Any = None
+    level1: Level1 | None = None
     cache_tag: str = ""
+    budget_info: dict[str, Any] = field(default_factory=dict)  # the budget stage's report fields (floor, cut, tokens sent)
+    boundary: int | None = None  # collapse boundary (count of tool results); None: from the config
+    plan: Plan | None = None  # re-apply these decisions instead of running Level 2/3
+    redacted: dict[str, int] = field(default_factory=dict)
+    redactor: Any = None
+    refined: bool = False
+    writer: Callable[[Document, Edits], Any] | None = None  # a session's incremental writer
+    llm_report: dict[str, Any] | None = None
+    result: CompactionResult | None = None
 
     @property
     def segments(self) -> list[Segment]:
@@ -63,14 +127,15 @@ class PipelineState:
         return out
 
 
-def _key(*parts: Any) -> tuple:
-    """Cache key: the parts themselves (str hashes are cached by Python, so a growing
-    conversation re-uses them at no cost)."""
-    return parts
+def _detect_key(seg: Segment) -> tuple:
+    # spans carry the segment id and step id: both are part of the key
+    return (seg.text, seg.role.value, seg.id, seg.step_id)
 
 
 class Compactor:
-    """Reusable compactor. Build once, call :meth:`compact` as often as you like."""
+    """Configuration plus the compiled machinery. Build once, call :meth:`compact` as often as you
+    like: every call is a conversation of its own (for an agent compacting every turn, a
+    :class:`~compactor.Session` does only the new work)."""
 
     def __init__(self, config: CompactorConfig | None = None, *, store: Store | str | None = None, **options):
         if isinstance(store, (str, os.PathLike)):
@@ -83,113 +148,186 @@ class Compactor:
         self.store = store if store is not None else open_store(self.config.store)
         self.counter = get_counter(self.config.encoding)
         self.level1 = Level1(self.detector, self.classifier, self.store, self.config)
-        self._cache: OrderedDict[tuple, SegmentOutcome] = OrderedDict()
-        self._fingerprint = self.ruleset.fingerprint() + self.config.model_dump_json()
-        self._conversation = _Conversation(self)  # what compact() calls on this instance share
-
-    @property
-    def level3_count(self) -> int:
-        """How many compactions on this instance needed Level 3 (the exit signal)."""
-        return self._conversation.level3_count
+        # memo of pure per-segment functions (content-keyed; never conversation state)
+        self._detected: OrderedDict[tuple, tuple[str, DetectResult]] = OrderedDict()
+        self._collapsed: OrderedDict[tuple, SegmentOutcome] = OrderedDict()
+        self._anchor_memo = None
+        self.stages: dict[str, Callable[[PipelineState], None]] = {name: getattr(self, f"_stage_{name}")
+                                                                    for name in STAGES}
 
     # ------------------------------------------------------------------ public API
     def compact(self, data: Any, *, format: str = "auto", **overrides) -> CompactionResult:
-        return self._compact(data, self._conversation, format=format, **overrides)
+        """Compact a path, text, bytes, parsed messages or a Document. Stateless: nothing of this
+        conversation is kept for the next call."""
+        conversation = Conversation(self)
+        conversation._policy_anchor_cache = self._anchor_memo  # a pure memo (keyed by every segment)
+        result = self.run(data, conversation, format=format, **overrides)
+        self._anchor_memo = conversation._policy_anchor_cache
+        return result
 
-    def _compact(self, data: Any, conversation: "_Conversation", *, format: str = "auto",
-                 **overrides) -> CompactionResult:
+    def run(self, data: Any, conversation: Conversation, **kw) -> CompactionResult:
+        """Run the stage list once for ``conversation`` (the low-level entry :class:`Session` uses)."""
+        return self.run_state(data, conversation, **kw).result
+
+    def run_state(self, data: Any, conversation: Conversation, *, format: str = "auto", doc: Document | None = None,
+                  boundary: int | None = None, writer: Callable[[Document, Edits], Any] | None = None,
+                  plan: Plan | None = None, **overrides) -> PipelineState:
         config = make_config(self.config, **overrides) if overrides else self.config
-        doc = load_document(data, format=format, max_json_depth=config.max_json_depth)
-        state = PipelineState(doc, config)
-        state.diagnostics.extend(doc.diagnostics)
+        state = PipelineState(doc, config, conversation, source=data, format=format, boundary=boundary,
+                              writer=writer, plan=plan)
         if config is self.config:
             state.level1, state.cache_tag = self.level1, ""
         else:
             state.level1 = Level1(self.detector, self.classifier, self.store, config)
             state.cache_tag = config.model_dump_json()
-        self._level1(state)
-        self._higher_levels(state, conversation)
-        result = self._finish(state)
-        if config.llm:
-            result = self._refine(state, result, config)
-        return result
+        missing = REQUIRED_STAGES - set(self.stages)
+        if missing:
+            from .errors import ConfigError
+
+            raise ConfigError(f"the pipeline needs the stage(s) {', '.join(sorted(missing))}")
+        for stage in self.stages.values():
+            stage(state)
+        assert state.result is not None
+        return state
 
     def level1_texts(self, doc: Document) -> dict[str, str]:
-        """Segment id -> its Level 1 text under this configuration (cached per segment)."""
-        state = PipelineState(doc, self.config)
-        state.level1 = self.level1
-        self._level1(state)
+        """Segment id -> its Level 1 text under this configuration (memoised per segment)."""
+        state = self._level1_only(doc)
         return dict(state.texts)
 
     def level1_spans(self, doc: Document) -> list[Span]:
-        """The protected spans of every segment, in document order (cached per segment)."""
-        state = PipelineState(doc, self.config)
-        state.level1 = self.level1
-        self._level1(state)
-        return state.spans()
+        """The protected spans of every segment, in document order (memoised per segment)."""
+        return self._level1_only(doc).spans()
 
     def expand(self, ref: str) -> str:
         return self.store.get(ref).decode("utf-8", errors="surrogatepass")
 
     def scan(self, text: str, *, role: str = "tool") -> list[Span]:
-        from .normalize import normalize
-
         return list(self.detector.detect(normalize(text), role=role).spans)
 
-    # ------------------------------------------------------------------ stages
-    def _outcome(self, seg: Segment, collapse: bool, state: PipelineState | None = None) -> SegmentOutcome:
-        level1 = state.level1 if state is not None and state.level1 is not None else self.level1
-        tag = state.cache_tag if state is not None else ""
-        key = _key(tag, seg.text, seg.role.value, seg.kind.value, seg.command, seg.exit_code,
-                   collapse, seg.id, seg.step_id)
-        if seg.kind == SegmentKind.tool_call:
-            # the action always stays verbatim: nothing to protect or collapse in it
-            return SegmentOutcome(seg.text, False)
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._cache.move_to_end(key)
-            return hit
-        out = level1.collapse(seg.text, role=seg.role.value, segment_id=seg.id, step_id=seg.step_id,
-                                   command=seg.command, exit_code=seg.exit_code, collapse=collapse)
-        self._cache[key] = out
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return out
+    def _level1_only(self, doc: Document) -> PipelineState:
+        state = PipelineState(doc, self.config, Conversation(self), level1=self.level1)
+        for name in ("normalise", "detect", "level1"):
+            self.stages[name](state)
+        return state
 
-    def _level1(self, state: PipelineState) -> None:
+    # ------------------------------------------------------------------ stages
+    def _stage_read(self, state: PipelineState) -> None:
+        if state.doc is None:
+            state.doc = load_document(state.source, format=state.format, max_json_depth=state.config.max_json_depth)
+        state.source = None
+        state.diagnostics.extend(state.doc.diagnostics)
+
+    def _stage_normalise(self, state: PipelineState) -> None:
+        """Normalise (ANSI, CR redraws, CRLF) once per segment whose detection is not memoised."""
+        memo = self._detected
+        for seg in state.segments:
+            if seg.kind == SegmentKind.tool_call:
+                continue  # the action always stays verbatim: nothing to protect or collapse in it
+            hit = memo.get((state.cache_tag, *_detect_key(seg)))
+            if hit is not None:
+                state.normalized[seg.id], state.detections[seg.id] = hit
+            else:
+                state.todo.append(seg)
+                state.normalized[seg.id] = normalize(seg.text)
+
+    def _stage_detect(self, state: PipelineState) -> None:
+        from .engine import TextView
+
+        memo = self._detected
+        for seg in state.todo:
+            norm = state.normalized[seg.id]
+            det = state.level1.detector.detect_view(TextView(norm), role=seg.role.value, segment_id=seg.id,
+                                                    step_id=seg.step_id)
+            state.detections[seg.id] = det
+            memo[(state.cache_tag, *_detect_key(seg))] = (norm, det)
+            if len(memo) > CACHE_SIZE:
+                memo.popitem(last=False)
+        state.todo = []
+
+    def _stage_level1(self, state: PipelineState) -> None:
         cfg = state.config
         segs = state.segments
         results = [s for s in segs if s.kind == SegmentKind.tool_result]
-        recent = {s.id for s in results[len(results) - cfg.keep_recent:]} if cfg.keep_recent and len(results) > 1 else set()
+        boundary = state.boundary
+        if boundary is None:
+            boundary = collapse_boundary(len(results), cfg.keep_recent, cfg.collapse_batch)
+        state.boundary = boundary
+        old = {s.id for s in results[:boundary]}
         apply = cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)
+        memo = self._collapsed
+        prose = state.doc.format == "text"  # plain text: paragraphs of human or assistant prose stay
         for seg in segs:
-            collapse = apply and seg.kind == SegmentKind.tool_result and seg.id not in recent and not seg.meta
             if seg.kind == SegmentKind.tool_call:
-                collapse = False
-            o = self._outcome(seg, collapse, state)
+                o = SegmentOutcome(seg.text, False)
+            else:
+                det = state.detections[seg.id]
+                collapse = apply and seg.id in old and not seg.meta
+                if not collapse:
+                    o = SegmentOutcome(seg.text, False, list(det.spans), [], list(det.diagnostics))
+                else:
+                    key = (state.cache_tag, *_detect_key(seg), seg.command, seg.exit_code, prose)
+                    o = memo.get(key)
+                    if o is None:
+                        o = state.level1.collapse_detected(seg.text, state.normalized[seg.id], det,
+                                                           role=seg.role.value, segment_id=seg.id,
+                                                           command=seg.command, exit_code=seg.exit_code,
+                                                           prose=prose)
+                        memo[key] = o
+                        if len(memo) > CACHE_SIZE:
+                            memo.popitem(last=False)
+                    else:
+                        memo.move_to_end(key)
             state.outcomes[seg.id] = o
             state.texts[seg.id] = o.text
             state.diagnostics.extend(o.diagnostics)
             state.placeholders.extend(o.placeholders)
             if o.changed:
                 state.level = max(state.level, 1)
+        if apply:
+            from .collapse.older import harden
+
+            harden(state, self.store, self.counter)
+        state.normalized = {}
         state.stages.append("level1" if apply else "detect")
 
-    def _higher_levels(self, state: PipelineState, conversation: "_Conversation") -> None:
-        """Level 2 (anchor) and Level 3 (budget), when the modules providing them are present."""
-        try:
-            from .budget.escalate import escalate
-        except ImportError:
+    def _stage_anchor(self, state: PipelineState) -> None:
+        """The anchor of the whole original, merged incrementally into the conversation's previous
+        one when its segments are a prefix of these. A failure here is not fatal: the budget stage
+        meets it again and keeps the Level 1 result with a diagnostic."""
+        if state.config.level == 0:
             return
-        escalate(conversation, state)
+        from .budget import escalate as esc
 
-    def _refine(self, state: PipelineState, result: CompactionResult, config: CompactorConfig) -> CompactionResult:
+        try:
+            state.anchor = esc.full_anchor(state.conversation, state)
+        except Exception:  # noqa: BLE001 - reported by the budget stage, which fails toward preservation
+            state.anchor = None
+
+    def _stage_budget(self, state: PipelineState) -> None:
+        """Level 2 (anchor) and Level 3 (budget), with the self-check of every candidate."""
+        plan = state.plan
+        if plan is not None:
+            state.dropped = set(plan.dropped)
+            state.summary = plan.summary
+            state.level = max(state.level, plan.level)
+            state.self_check = plan.self_check
+            state.stages.append("budget-kept")
+            return
+        from .budget.escalate import escalate
+
+        escalate(state.conversation, state)
+
+    def _stage_refine(self, state: PipelineState) -> None:
         """The optional LLM pass: polish the anchor, guarded; on any failure the deterministic
-        anchor stays and the report says why. It works on the state this compaction built (the
-        segments as read and their Level 1 texts): nothing is re-read or compacted again."""
+        anchor stays and the report says why. It works on this state (the segments as read and
+        their Level 1 texts): nothing is re-read or compacted again."""
+        config = state.config
+        if not config.llm:
+            return
         from .llm import refine_from_config, refine_inputs
 
-        anchor = result.anchor
+        anchor = state.anchor
         if anchor is None:
             from .anchor import build_anchor
 
@@ -198,54 +336,66 @@ class Compactor:
         inputs = refine_inputs(state.segments, level1, anchor, counter=self.counter, objective=config.objective)
         outcome = refine_from_config(inputs.anchor, inputs.steps, inputs.context, inputs.objective, None, config,
                                      counter=self.counter)
-        anchor = outcome.anchor
-        if config.redact:
-            anchor, _ = _redact_anchor(anchor)
-        report = result.report.model_copy(update={
-            "diagnostics": _unique_diags([*result.report.diagnostics, *outcome.diagnostics]),
-            "llm": outcome.report.model_dump(mode="json"),
-        })
-        return result.model_copy(update={"anchor": anchor, "report": report})
+        state.anchor = outcome.anchor
+        state.refined = outcome.anchor != anchor
+        state.diagnostics.extend(outcome.diagnostics)
+        state.llm_report = outcome.report.model_dump(mode="json")
+        state.stages.append("refine")
 
-    def _finish(self, state: PipelineState) -> CompactionResult:
+    def _stage_selfcheck(self, state: PipelineState) -> None:
+        """The seed-001 self-check. The budget stage checks every candidate it renders; what is
+        left to check here is an anchor the refine stage changed (it must still hold every
+        protected item: anything missing is put back)."""
+        if state.config.level == 0 or not state.refined:
+            return
+        from .audit.selfcheck import check_state
+
+        check_state(state, full_anchor=state.anchor)
+        state.stages.append("self-check")
+
+    def _stage_redact(self, state: PipelineState) -> None:
+        if not state.config.redact:
+            return
+        from .secrets import Redactor
+
+        red = state.redactor = Redactor()
+        for seg in state.segments:
+            if seg.id in state.dropped:
+                continue
+            new, found = red.redact(state.texts[seg.id])
+            if found:
+                state.texts[seg.id] = new
+        if state.summary:
+            state.summary, _ = red.redact(state.summary)
+        if state.anchor is not None:
+            state.anchor, _ = _redact_anchor(state.anchor, red)
+        if state.handoff:
+            from .secrets import redact
+
+            state.handoff, _ = redact(state.handoff)
+        state.redacted = red.counts()
+        if state.redacted:
+            state.diagnostics.append(Diagnostic(
+                code="secrets-redacted", severity=Severity.info,
+                message=f"{sum(state.redacted.values())} secret(s) redacted with typed placeholders"))
+
+    def _stage_write(self, state: PipelineState) -> None:
         doc = state.doc
-        fmt = get_format(doc.format)
-        originals = {s.id: s.text for s in doc.segments}
-        replace = {sid: t for sid, t in state.texts.items()
-                   if sid not in state.dropped and t != originals[sid]}
-        redacted: dict[str, int] = {}
-        summary = state.summary
-        anchor = state.anchor
-        if state.config.redact:
-            from .secrets import Redactor
-
-            red = Redactor()
-            for seg in doc.segments:
-                if seg.id in state.dropped:
-                    continue
-                text = replace.get(seg.id, seg.text)
-                new, found = red.redact(text)
-                if found:
-                    replace[seg.id] = new
-                    state.texts[seg.id] = new
-            if summary:
-                summary, _ = red.redact(summary)
-            redacted = red.counts()
-            if anchor is not None:
-                anchor, _ = _redact_anchor(anchor, red)
-            if redacted:
-                state.diagnostics.append(Diagnostic(
-                    code="secrets-redacted", severity=Severity.info,
-                    message=f"{sum(redacted.values())} secret(s) redacted with typed placeholders"))
-        edits = Edits(replace=replace, drop=set(state.dropped), summary=summary)
-        messages = fmt.write(doc, edits)
-        before = sum(self.counter.count(s.text) for s in doc.segments)
-        after = sum(self.counter.count(state.texts[s.id]) for s in doc.segments if s.id not in state.dropped)
-        if summary:
-            after += self.counter.count(summary)
+        replace = {s.id: state.texts[s.id] for s in doc.segments
+                   if s.id not in state.dropped and state.texts[s.id] != s.text}
+        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary)
+        writer = state.writer or get_format(doc.format).write
+        messages = writer(doc, edits)
+        count = self.counter.count
+        before = sum(count(s.text) for s in doc.segments)
+        after = sum(count(state.texts[s.id]) for s in doc.segments if s.id not in state.dropped)
+        if state.summary:
+            after += count(state.summary)
         placeholders = _unique_placeholders(state.placeholders, state.dropped)
-        protected = sorted(state.spans(), key=lambda s: (_seg_index(doc, s.segment_id), s.start, s.rule_id))
-        if state.config.redact:
+        index = {s.id: s.index for s in doc.segments}
+        protected = sorted(state.spans(), key=lambda s: (index.get(s.segment_id, -1), s.start, s.rule_id))
+        red = state.redactor
+        if red is not None:
             protected = [sp.model_copy(update={"text": red.redact(sp.text)[0]}) for sp in protected]
             placeholders = [p.model_copy(update={"summary": red.redact(p.summary)[0]}) for p in placeholders]
         report = Report(
@@ -264,15 +414,17 @@ class Compactor:
             recommend_new_session=state.recommend_new_session,
             segments=len(doc.segments),
             stages=state.stages,
-            redacted=redacted,
+            redacted=state.redacted,
+            llm=state.llm_report,
+            **state.budget_info,
         )
-        handoff = state.handoff
-        if handoff and state.config.redact:
-            from .secrets import redact
+        anchor = state.anchor
+        if anchor is not None and state.config.anchor_max_tokens:
+            from .anchor import bound_anchor  # the anchor's default size bound, filled by priority
 
-            handoff, _ = redact(handoff)
-        return CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
-                                handoff=handoff)
+            anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self.counter.count, lang=state.config.lang)
+        state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
+                                        handoff=state.handoff)
 
 
 def _redact_anchor(anchor: Anchor, redactor=None) -> tuple[Anchor, int]:
@@ -298,31 +450,8 @@ def _redact_anchor(anchor: Anchor, redactor=None) -> tuple[Anchor, int]:
     return (Anchor.model_validate(data) if count else anchor), count
 
 
-def _seg_index(doc: Document, sid: str | None) -> int:
-    if sid is None:
-        return -1
-    idx = doc.state.get("_index")
-    if idx is None:
-        idx = doc.state["_index"] = {s.id: s.index for s in doc.segments}
-    return idx.get(sid, -1)
-
-
 def _levels_available() -> list[int]:
-    levels = [1]
-    try:
-        from . import anchor as _a  # noqa: F401
-
-        if hasattr(_a, "build_anchor"):
-            levels.append(2)
-    except ImportError:
-        pass
-    try:
-        from .budget import escalate as _e  # noqa: F401
-
-        levels.append(3)
-    except ImportError:
-        pass
-    return levels
+    return [1, 2, 3]
 
 
 def _unique_placeholders(phs: list[Placeholder], dropped: set[str]) -> list[Placeholder]:
@@ -349,18 +478,6 @@ def _unique_diags(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-class _Conversation:
-    """What belongs to one conversation, never to a configuration: the Level 3 counter (the exit
-    signal) and the incrementally merged anchor. The budget stage reads the shared machinery
-    (token counter, store) through it."""
-
-    def __init__(self, compactor: Compactor):
-        self.counter = compactor.counter
-        self.store = compactor.store
-        self.level3_count = 0
-        self._policy_anchor_cache = None
-
-
 _DEFAULT: dict[str, Compactor] = {}
 
 
@@ -375,4 +492,4 @@ def compact(data: Any, *, format: str = "auto", config: CompactorConfig | None =
         comp = _DEFAULT[key] = Compactor(cfg)
     # the compiled machinery is shared; what belongs to a conversation is not: every call is a
     # conversation of its own (a Level 3 in one file never counts towards another's exit signal)
-    return comp._compact(data, _Conversation(comp), format=format)
+    return comp.compact(data, format=format)

@@ -40,25 +40,27 @@ def test_input_messages_are_not_mutated():
     assert json.dumps(msgs) == snapshot
 
 
-def test_growing_conversation_reuses_cached_work(monkeypatch):
+def test_growing_conversation_detects_each_segment_once(monkeypatch):
+    """Compacting every turn, each segment is detected once, also when its output leaves the
+    recent window and collapses (the detection memo's key does not include the collapse decision)."""
     msgs = json.loads(DEMO.read_text())
     comp = Compactor(keep_recent=1)
     calls = []
-    real = comp.level1.collapse
+    real = comp.detector.detect_view
 
-    def counting(text, **kw):
+    def counting(view, **kw):
         calls.append(kw.get("segment_id"))
-        return real(text, **kw)
+        return real(view, **kw)
 
-    monkeypatch.setattr(comp.level1, "collapse", counting)
+    monkeypatch.setattr(comp.detector, "detect_view", counting)
     for i in range(2, len(msgs) + 1):
         comp.compact(msgs[:i])
-    total_segments = len(compactor.load_document(msgs).segments)
-    # each segment is processed about once, plus the ones whose recency status changed
-    assert len(calls) <= total_segments + 2 * len(msgs)
-    before = len(calls)
-    comp.compact(msgs)
-    assert len(calls) == before  # same conversation again: everything from the cache
+    doc = compactor.load_document(msgs)
+    detectable = [s.id for s in doc.segments if s.kind.value != "tool_call"]
+    assert sorted(calls) == sorted(detectable)  # every segment exactly once
+    collapsed = comp.compact(msgs)
+    assert collapsed.report.placeholders  # outputs did collapse as they aged
+    assert len(calls) == len(detectable)  # same conversation again: everything from the memo
 
 
 def test_expand_returns_exact_original():

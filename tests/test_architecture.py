@@ -20,22 +20,22 @@ PKG = Path(compactor.__file__).resolve().parent
 # import each other in a circle (the cycle check below).
 ROOMS: dict[str, int] = {
     # ground floor: data, errors, the syntax compactor writes, text normalisation, token counting
-    "errors": 0, "syntax": 0, "models": 0, "normalize": 0, "tokens": 0, "config": 0,
+    "errors": 0, "version": 0, "syntax": 0, "models": 0, "normalize": 0, "tokens": 0, "config": 0,
+    "codeview": 0,             # source views, diffs, listings vs log output (pygments)
     "formats": 1,              # read / write edge, input decoding, layout detection
     "engine": 2,               # rule engines (protect, classify, secret, cue), loader, examples, pump
     "detect": 3, "secrets": 3,  # detect stage; secret scanning and redaction
     "collapse": 4,             # Level 1, folding, store, streaming trim
     "anchor": 5,               # anchor extraction, merge, rendering
     "audit": 6,                # the self-check
-    "budget": 7, "policy": 7,  # Level 2/3, fitting, hand-off
+    "budget": 7,               # Level 2/3, fitting, hand-off
     "llm": 8,                  # optional LLM refine
     "pipeline": 9, "session": 9,  # the stage list; per-conversation state
-    "tools": 10, "emit": 10,   # tools on the public API; output renderers
+    "tools": 10, "emit": 10,   # tools on the pipeline; output renderers
     "__init__": 11,            # the public API
-    "integrations": 12, "batch": 12,  # built on the public API: hooks, MCP, adapters, batch
-    "cli": 13, "__main__": 13,  # the command line (dispatches to the integrations)
+    "integrations": 12, "batch": 12,  # hooks, MCP, adapters, batch: built on the public API
+    "cli": 13, "__main__": 13,  # the command line (serves the integrations too)
 }
-
 
 def _module_name(path: Path) -> str:
     rel = path.relative_to(PKG.parent).with_suffix("")

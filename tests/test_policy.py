@@ -35,8 +35,19 @@ def _result(i: int, text: str) -> dict:
     return {"role": "tool", "tool_call_id": f"call_{i}", "content": text}
 
 
+def _word(i: int) -> str:
+    """A name per turn that is not the same as another turn's up to numbers (Level 1 folds
+    outputs identical up to numbers into "same as")."""
+    w = ""
+    i += 26
+    while i:
+        i, r = divmod(i, 26)
+        w = chr(97 + r) + w
+    return w
+
+
 def _listing(i: int, n: int = 60) -> str:
-    return "\n".join(f"src/config/module_{i}_{j}.py: def handler_{j}(request): return render(request, 'page_{j}.html')"
+    return "\n".join(f"src/config/module_{_word(i)}_{j}.py: def handler_{j}(request): return render(request, 'page_{j}.html')"
                      for j in range(n))
 
 
@@ -277,12 +288,19 @@ def test_level3_shortens_and_folds_then_signals_exit(tmp_path):
     r = comp.compact(msgs, budget=budget)
     assert r.report.level == 3 and r.report.tokens_after <= budget, r.report.stages
     assert r.report.exit_signal and not r.report.recommend_new_session and r.handoff is None
-    assert comp.level3_count == 1
     text = _content(r)
     assert REQUEST_Y in text and "queue_depth=347" in text
     assert _calls_paired(r.messages)
-    r2 = comp.compact(msgs, budget=budget)
-    assert comp.level3_count == 2 and r2.report.recommend_new_session
+    # Compactor.compact is stateless: the same call again is again a first Level 3
+    again = comp.compact(msgs, budget=budget)
+    assert again.report.exit_signal and not again.report.recommend_new_session and again.handoff is None
+    # repeated Level 3 within one conversation (a Session) recommends a new session
+    conv = compactor.Session(comp)
+    conv.append(msgs)
+    r1 = conv.compact(budget=budget, level=3)
+    assert conv.level3_count == 1 and not r1.report.recommend_new_session
+    r2 = conv.compact(budget=budget, level=3)
+    assert conv.level3_count == 2 and r2.report.recommend_new_session
     assert r2.handoff and r2.handoff.startswith("# Hand-off")
     assert REQUEST_Y in r2.handoff
 
@@ -415,8 +433,8 @@ def test_selfcheck_on_a_state_dropped_error_and_dead_end(comp):
 
     msgs = session(30)
     doc = compactor.load_document(msgs)
-    state = PipelineState(doc, comp.config)
-    comp._level1(state)
+    state = comp._level1_only(doc)
+    assert isinstance(state, PipelineState)
     from compactor.anchor import build_anchor
 
     state.anchor = build_anchor(doc.segments, state.spans())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from functools import lru_cache
@@ -92,23 +93,36 @@ def load_rules(dirs: list[str | os.PathLike[str]] | None = None, *, builtin: boo
 
 @lru_cache(maxsize=32)
 def _load_cached(dirs: tuple[str, ...], builtin: bool) -> RuleSet:
-    return load_uncached(dirs, builtin)
+    return load_uncached(dirs, builtin, catalog=True)
 
 
-def load_uncached(dirs: tuple[str, ...], builtin: bool) -> RuleSet:
-    """Load without the process cache (``compactor rules test`` sees edits at once)."""
+def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False) -> RuleSet:
+    """Load without the process cache (``compactor rules test`` sees edits at once).
+
+    With ``catalog`` the validated rules are also kept in an on-disk catalog keyed by the hash
+    of every rule file (see :func:`catalog_dir`): a later process with the same files reads one
+    JSON file instead of parsing TOML and compiling every pattern to validate it."""
     roots: list[Path] = []
     if builtin:
         roots.append(builtin_rules_dir())
     roots.extend(Path(d) for d in dirs)
     problems: list[str] = []
-    rules: dict[str, Rule] = {}
+    files: list[tuple[Path, list[Path]]] = []
     for root in roots:
         if not root.is_dir():
             problems.append(f"{root}: rule directory not found")
             continue
+        files.append((root, sorted(root.rglob("*.toml"))))
+    key = None
+    if catalog and not problems:
+        key = _catalog_key(files)
+        cached = _read_catalog(key)
+        if cached is not None:
+            return cached
+    rules: dict[str, Rule] = {}
+    for root, paths in files:
         seen_here: dict[str, Path] = {}
-        for path in sorted(root.rglob("*.toml")):
+        for path in paths:
             rule = parse_rule_file(path, problems)
             if rule is None:
                 continue
@@ -123,4 +137,92 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool) -> RuleSet:
             + ("; ..." if len(problems) > 5 else ""),
             problems=problems,
         )
-    return RuleSet(list(rules.values()))
+    ruleset = RuleSet(list(rules.values()))
+    if key is not None:
+        _write_catalog(key, ruleset)
+    return ruleset
+
+
+# ---------------------------------------------------------------------------- the on-disk catalog
+# One JSON file per set of rule files: the validated rules, the key (a hash of compactor's
+# version, the schema and every rule file's path and content) and a digest of the payload. It is
+# a cache: safe to delete, rebuilt when anything differs, and never trusted blindly: the key and
+# the digest are checked, and every rule is validated again (types, ranges, the kind's section),
+# only the patterns are not recompiled (they were when the catalog was written).
+
+CATALOG_VERSION = 1
+
+
+def catalog_dir() -> Path | None:
+    """``$COMPACTOR_CACHE`` (empty: no catalog), else ``$XDG_CACHE_HOME/compactor`` or
+    ``~/.cache/compactor``; the catalogs live in its ``rules/`` folder."""
+    env = os.environ.get("COMPACTOR_CACHE")
+    if env is not None:
+        return Path(env) / "rules" if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "compactor" / "rules"
+
+
+def _catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
+    import hashlib
+
+    from ..version import __version__
+
+    h = hashlib.sha256()
+    h.update(f"compactor {__version__} catalog {CATALOG_VERSION}\0".encode())
+    h.update(repr(sorted(Rule.model_fields)).encode())
+    for root, paths in files:
+        h.update(f"root {root.resolve()}\0".encode("utf-8", "surrogateescape"))
+        for path in paths:
+            h.update(f"{path.relative_to(root)}\0".encode("utf-8", "surrogateescape"))
+            try:
+                h.update(hashlib.sha256(path.read_bytes()).digest())
+            except OSError:
+                h.update(b"unreadable")
+    return h.hexdigest()[:32]
+
+
+def _read_catalog(key: str) -> RuleSet | None:
+    import hashlib
+    import json
+
+    folder = catalog_dir()
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+        payload = data["rules"]
+        if data.get("key") != key or not isinstance(payload, list):
+            return None
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        if data.get("digest") != digest:
+            return None
+        rules = [Rule.model_validate(r, context={"patterns_checked": True}) for r in payload]
+    except (OSError, ValueError, KeyError, TypeError, ValidationError):
+        return None  # missing, partial, corrupt or from another schema: rebuilt from the files
+    return RuleSet(rules)
+
+
+def _write_catalog(key: str, ruleset: RuleSet) -> None:
+    import hashlib
+    import json
+    import tempfile
+
+    folder = catalog_dir()
+    if folder is None:
+        return
+    payload = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in ruleset]
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"key": key, "digest": digest, "rules": payload}, fh, ensure_ascii=False)
+            os.replace(tmp, folder / f"{key}.json")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError:
+        pass  # a read-only or full cache folder only costs speed

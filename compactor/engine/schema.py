@@ -3,7 +3,8 @@
 A rule is one TOML file; its id is the file stem (``trace.python.toml`` → ``trace.python``).
 The ``kind`` names the engine that runs it (``regex``, ``line-block``, ``literal``); the
 ``stage`` says what it is for: ``protect`` (keep verbatim), ``classify`` (label and summarise
-benign tool output for Level 1) or ``secret`` (redact).
+benign tool output for Level 1), ``secret`` (redact) or ``cue`` (the anchor's vocabulary for
+stated decisions, failed approaches, constraints, plans: ``rules/cue``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 __all__ = [
     "CaptureSpec",
@@ -50,7 +51,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-def _check_pattern(p: str) -> str:
+def _check_pattern(p: str, info: ValidationInfo | None = None) -> str:
+    if info is not None and info.context and info.context.get("patterns_checked"):
+        return p  # read back from the loader's verified catalog: compiled when it was written
     try:
         regex.compile(p)
     except regex.error as exc:
@@ -76,8 +79,8 @@ class RegexSpec(_Strict):
 
     @field_validator("pattern")
     @classmethod
-    def _valid(cls, v: str) -> str:
-        return _check_pattern(v)
+    def _valid(cls, v: str, info: ValidationInfo) -> str:
+        return _check_pattern(v, info)
 
 
 class LineBlockSpec(_Strict):
@@ -95,13 +98,13 @@ class LineBlockSpec(_Strict):
 
     @field_validator("start", "end")
     @classmethod
-    def _valid(cls, v: str | None) -> str | None:
-        return _check_pattern(v) if v is not None else v
+    def _valid(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return _check_pattern(v, info) if v is not None else v
 
     @field_validator("continue_", "before")
     @classmethod
-    def _valid_list(cls, v: list[str]) -> list[str]:
-        return [_check_pattern(p) for p in v]
+    def _valid_list(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        return [_check_pattern(p, info) for p in v]
 
 
 class LiteralSpec(_Strict):
@@ -124,8 +127,8 @@ class CaptureSpec(_Strict):
 
     @field_validator("pattern")
     @classmethod
-    def _valid(cls, v: str) -> str:
-        return _check_pattern(v)
+    def _valid(cls, v: str, info: ValidationInfo) -> str:
+        return _check_pattern(v, info)
 
 
 class ClassifySpec(_Strict):
@@ -139,13 +142,13 @@ class ClassifySpec(_Strict):
 
     @field_validator("commands", "content")
     @classmethod
-    def _valid_list(cls, v: list[str]) -> list[str]:
-        return [_check_pattern(p) for p in v]
+    def _valid_list(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        return [_check_pattern(p, info) for p in v]
 
 
 class Rule(_Strict):
     id: str = Field(pattern=RULE_ID)
-    stage: Literal["protect", "classify", "secret"] = "protect"
+    stage: Literal["protect", "classify", "secret", "cue"] = "protect"
     kind: Literal["regex", "line-block", "literal", "classify"]
     family: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     description: str = Field(min_length=10)

@@ -70,85 +70,9 @@ class OpenAIChatFormat(Format):
         data = probe.json_value
         msgs, base = messages_of(data)
         assert msgs is not None
-        segments: list[Segment] = []
-        mirrors: dict[str, list[tuple[str | int, ...]]] = {}
-        call_steps: dict[str, int] = {}
-        call_cmds: dict[str, tuple[str | None, str | None]] = {}
-        calls = CallIndex()
-        step = 0
-        for i, msg in enumerate(msgs):
-            role = msg.get("role")
-            path = (*base, i)
-            if role in ("user", "assistant") or (role == "system" and i > 0):
-                step += 1
-            content = msg.get("content")
-            parts: list[tuple[tuple[str | int, ...], str]] = []
-            if isinstance(content, str):
-                parts.append(((*path, "content"), content))
-            elif isinstance(content, list):
-                for j, part in enumerate(content):
-                    if isinstance(part, dict) and isinstance(part.get("text"), str):
-                        parts.append(((*path, "content", j, "text"), part["text"]))
-                    elif isinstance(part, str):
-                        parts.append(((*path, "content", j), part))
-            if role in ("tool", "function"):
-                ids = msg.get("tool_call_ids")
-                call_id = (norm_id(msg.get("tool_call_id")) or (norm_id(ids[0]) if isinstance(ids, list) and ids else None)
-                           or norm_id(msg.get("name")))
-                st = call_steps.get(call_id, step) if call_id else step
-                tool_name, cmd = call_cmds.get(call_id, (msg.get("name"), None))
-                extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
-                exit_code = extra.get("returncode") if isinstance(extra.get("returncode"), int) else None
-                text_all = "\n".join(t for _, t in parts)
-                if exit_code is None:
-                    m = _RETURNCODE.search(text_all[:2000])
-                    if m:
-                        exit_code = int(m.group(1))
-                for k, (origin, text) in enumerate(parts):
-                    sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
-                    calls.match(call_id, sid)
-                    segments.append(make_segment(
-                        id=sid, index=len(segments), step=max(st, 1), step_id=f"s{max(st, 1)}",
-                        role=Role.tool, kind=SegmentKind.tool_result, text=text, call_id=call_id,
-                        tool_name=tool_name, command=cmd,
-                        is_error=(exit_code != 0) if exit_code is not None else None,
-                        exit_code=exit_code, origin=origin))
-                    if "raw_output" in extra and k == 0:
-                        mirrors[sid] = [(*path, "extra", "raw_output")]
-                continue
-            seg_role = {"developer": Role.system, "exit": Role.system, "function": Role.tool}.get(role, None)
-            seg_role = seg_role or Role(role)
-            meta = role == "exit" or bool(msg.get("is_demo"))
-            for k, (origin, text) in enumerate(parts):
-                sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
-                segments.append(make_segment(
-                    id=sid, index=len(segments), step=step if role != "system" or i > 0 else 0,
-                    step_id=f"s{step}", role=seg_role, kind=SegmentKind.message, text=text, meta=meta,
-                    origin=origin))
-            raw_calls = msg.get("tool_calls")
-            for j, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
-                if not isinstance(call, dict):
-                    continue
-                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-                args = fn.get("arguments")
-                call_id = norm_id(call.get("id"))
-                name = fn.get("name")
-                cmd = command_from_arguments(args)
-                if call_id:
-                    call_steps[call_id] = step
-                    call_cmds[call_id] = (name, cmd)
-                    calls.add_call(call_id, f"m{i}.c{j}")
-                text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-                segments.append(make_segment(
-                    id=f"m{i}.c{j}", index=len(segments), step=step, step_id=f"s{step}",
-                    role=Role.assistant, kind=SegmentKind.tool_call, text=text or "", call_id=call_id,
-                    tool_name=name, command=cmd,
-                    origin=(*path, "tool_calls", j, "function", "arguments") if isinstance(args, str) else ()))
-        doc = Document(self.name, data, segments, probe.raw.source)
-        doc.state["mirrors"] = mirrors
-        doc.state["base"] = base
-        doc.state["pairs"] = calls.pairs
-        return doc
+        reader = ChatReader(base)
+        reader.feed(msgs)
+        return reader.document(data, probe.raw.source)
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         data = self.copy_data(doc)
@@ -181,6 +105,103 @@ class OpenAIChatFormat(Format):
 
     def make_message(self, role: str, text: str) -> Any:
         return {"role": role, "content": text}
+
+
+class ChatReader:
+    """The chat reader as a fold over messages: :meth:`feed` reads messages in order (the ones
+    appended since the last call), so a session reads each message once."""
+
+    def __init__(self, base: tuple[str | int, ...] = ()):
+        self.base = base
+        self.segments: list[Segment] = []
+        self.mirrors: dict[str, list[tuple[str | int, ...]]] = {}
+        self.call_steps: dict[str, int] = {}
+        self.call_cmds: dict[str, tuple[str | None, str | None]] = {}
+        self.calls = CallIndex()
+        self.step = 0
+        self.count = 0  # messages read so far
+
+    def feed(self, msgs: list[Any]) -> None:
+        """Read ``msgs[self.count:]``."""
+        for i in range(self.count, len(msgs)):
+            self._message(i, msgs[i])
+        self.count = len(msgs)
+
+    def document(self, data: Any, source: str) -> Document:
+        doc = Document(OpenAIChatFormat.name, data, list(self.segments), source)
+        doc.state["mirrors"] = self.mirrors
+        doc.state["base"] = self.base
+        doc.state["pairs"] = self.calls.pairs
+        return doc
+
+    def _message(self, i: int, msg: Any) -> None:
+        role = msg.get("role")
+        path = (*self.base, i)
+        if role in ("user", "assistant") or (role == "system" and i > 0):
+            self.step += 1
+        content = msg.get("content")
+        parts: list[tuple[tuple[str | int, ...], str]] = []
+        if isinstance(content, str):
+            parts.append(((*path, "content"), content))
+        elif isinstance(content, list):
+            for j, part in enumerate(content):
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    parts.append(((*path, "content", j, "text"), part["text"]))
+                elif isinstance(part, str):
+                    parts.append(((*path, "content", j), part))
+        if role in ("tool", "function"):
+            ids = msg.get("tool_call_ids")
+            call_id = (norm_id(msg.get("tool_call_id")) or (norm_id(ids[0]) if isinstance(ids, list) and ids else None)
+                       or norm_id(msg.get("name")))
+            st = self.call_steps.get(call_id, self.step) if call_id else self.step
+            tool_name, cmd = self.call_cmds.get(call_id, (msg.get("name"), None))
+            extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+            exit_code = extra.get("returncode") if isinstance(extra.get("returncode"), int) else None
+            text_all = "\n".join(t for _, t in parts)
+            if exit_code is None:
+                m = _RETURNCODE.search(text_all[:2000])
+                if m:
+                    exit_code = int(m.group(1))
+            for k, (origin, text) in enumerate(parts):
+                sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
+                self.calls.match(call_id, sid)
+                self.segments.append(make_segment(
+                    id=sid, index=len(self.segments), step=max(st, 1), step_id=f"s{max(st, 1)}",
+                    role=Role.tool, kind=SegmentKind.tool_result, text=text, call_id=call_id,
+                    tool_name=tool_name, command=cmd,
+                    is_error=(exit_code != 0) if exit_code is not None else None,
+                    exit_code=exit_code, origin=origin))
+                if "raw_output" in extra and k == 0:
+                    self.mirrors[sid] = [(*path, "extra", "raw_output")]
+            return
+        seg_role = {"developer": Role.system, "exit": Role.system, "function": Role.tool}.get(role, None)
+        seg_role = seg_role or Role(role)
+        meta = role == "exit" or bool(msg.get("is_demo"))
+        for k, (origin, text) in enumerate(parts):
+            sid = f"m{i}" if len(parts) == 1 else f"m{i}.{k}"
+            self.segments.append(make_segment(
+                id=sid, index=len(self.segments), step=self.step if role != "system" or i > 0 else 0,
+                step_id=f"s{self.step}", role=seg_role, kind=SegmentKind.message, text=text, meta=meta,
+                origin=origin))
+        raw_calls = msg.get("tool_calls")
+        for j, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
+            if not isinstance(call, dict):
+                continue
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            args = fn.get("arguments")
+            call_id = norm_id(call.get("id"))
+            name = fn.get("name")
+            cmd = command_from_arguments(args)
+            if call_id:
+                self.call_steps[call_id] = self.step
+                self.call_cmds[call_id] = (name, cmd)
+                self.calls.add_call(call_id, f"m{i}.c{j}")
+            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            self.segments.append(make_segment(
+                id=f"m{i}.c{j}", index=len(self.segments), step=self.step, step_id=f"s{self.step}",
+                role=Role.assistant, kind=SegmentKind.tool_call, text=text or "", call_id=call_id,
+                tool_name=name, command=cmd,
+                origin=(*path, "tool_calls", j, "function", "arguments") if isinstance(args, str) else ()))
 
 
 def _fully_dropped(doc: Document, drop: set[str], pairs: Iterable[tuple[str, str]] = ()) -> set[int]:

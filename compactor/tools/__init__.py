@@ -9,25 +9,28 @@ below imports them.
 
 from __future__ import annotations
 
-from .triggers import Reason, TriggerDecision, should_compact
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Reason",
-    "TriggerDecision",
-    "audit_paths",
-    "export_memory",
-    "extract_memory",
-    "should_compact",
-]
+_LAZY: dict[str, str] = {
+    "Reason": ".triggers", "TriggerDecision": ".triggers", "should_compact": ".triggers",
+    "audit_paths": ".fidelity", "export_memory": ".memory", "extract_memory": ".memory",
+}
+
+__all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):  # lazy: the anchor package is only needed by these
-    if name in ("export_memory", "extract_memory"):
-        from . import memory
+def __getattr__(name: str):  # imported on first use: a command pays only for what it runs
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(memory, name)
-    if name == "audit_paths":
-        from .fidelity import audit_paths
+    value = getattr(import_module(target, __name__), name)
+    globals()[name] = value
+    return value
 
-        return audit_paths
-    raise AttributeError(f"module 'compactor.tools' has no attribute {name!r}")
+
+if TYPE_CHECKING:
+    from .fidelity import audit_paths
+    from .memory import export_memory, extract_memory
+    from .triggers import Reason, TriggerDecision, should_compact

@@ -1,0 +1,227 @@
+"""Per-turn cost and prompt-cache friendliness of compacting every turn, and start-up time.
+
+Every figure is a ratio against a baseline measured in the same run:
+
+1. Per-turn latency. The longest real conversation of ``../shared/corpus`` (the mini-swe-agent
+   django-11099 run as OpenAI chat messages) is replayed message by message; each turn appends
+   one message and compacts. Baseline: one ``json.dumps`` of the conversation at that turn (what
+   sending it to an API costs at least). Measured for ``Session.append + Session.compact`` and,
+   for comparison, for the stateless ``Compactor.compact(messages)``. Then the same run replayed
+   four times over (fresh ids; 340 messages): the turns from message 300 on.
+2. Prefix stability (default Session settings): the share of turns whose output extends the
+   previous output as a byte prefix (serialised as the API would receive it) and the share of
+   the previous output's tokens still a valid prefix (what a provider's prompt cache keeps); for ``collapse_batch=1`` (one output collapses
+   per turn as it leaves the recent window) as the baseline; with a budget (hysteresis) too.
+3. Start-up: ``compactor trim`` of a one-line input and ``compactor compact`` of a one-message
+   conversation, whole process, against ``python -c pass`` (median of several runs).
+
+    python benchmarks/bench_session.py            # -> benchmarks/out/session.json
+    python benchmarks/bench_session.py --quick    # smaller (smoke)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def conversation(corpus: Path | None) -> tuple[str, list[dict[str, Any]]]:
+    from bench_speed import openai_messages
+
+    if corpus is not None:
+        src = corpus / "mini-swe-agent" / "django__django-11099.deepseek_chat_test_1-100.traj.json"
+        if src.exists():
+            return str(src.relative_to(corpus.parent)), openai_messages(src)
+    src = ROOT / "fixtures" / "demo" / "debug-session.openai.json"
+    return str(src.relative_to(ROOT)), json.loads(src.read_text(encoding="utf-8"))
+
+
+def repeated(conv: list[dict[str, Any]], times: int) -> list[dict[str, Any]]:
+    out = []
+    for k in range(times):
+        for m in conv if k == 0 else conv[1:]:
+            m2 = json.loads(json.dumps(m))
+            for c in m2.get("tool_calls") or []:
+                c["id"] = f"{c['id']}-{k}"
+            if m2.get("tool_call_id"):
+                m2["tool_call_id"] = f"{m2['tool_call_id']}-{k}"
+            out.append(m2)
+    return out
+
+
+def _summary(turn_t: list[float], dumps_t: list[float]) -> dict[str, Any]:
+    ratio = [c / d for c, d in zip(turn_t, dumps_t)]
+    return {
+        "turns": len(turn_t),
+        "turn_ms": {"p50": round(_pct(turn_t, .5) * 1e3, 3), "p99": round(_pct(turn_t, .99) * 1e3, 3),
+                    "max": round(max(turn_t) * 1e3, 3)},
+        "json_dumps_ms": {"p50": round(_pct(dumps_t, .5) * 1e3, 3), "p99": round(_pct(dumps_t, .99) * 1e3, 3)},
+        "ratio_per_turn": {"p50": round(_pct(ratio, .5), 3), "p99": round(_pct(ratio, .99), 3)},
+    }
+
+
+def replay(conv: list[dict[str, Any]], *, stateless: bool, reps: int, from_turn: int = 0) -> dict[str, Any]:
+    """Per-turn cost of appending one message and compacting, against json.dumps at that turn."""
+    import compactor
+
+    turn_t: list[float] = []
+    dumps_t: list[float] = []
+    for _ in range(reps):
+        comp = compactor.Compactor()
+        comp.compact([{"role": "user", "content": "warm-up"}])
+        session = compactor.Session(comp) if not stateless else None
+        for i, m in enumerate(conv):
+            msgs = conv[:i + 1]
+            t0 = time.perf_counter()
+            json.dumps(msgs)
+            d = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            if stateless:
+                comp.compact(msgs)
+            else:
+                session.append(m)
+                session.compact()
+            c = time.perf_counter() - t0
+            if i + 1 > from_turn:
+                turn_t.append(c)
+                dumps_t.append(d)
+    return _summary(turn_t, dumps_t)
+
+
+def prefix_share(conv: list[dict[str, Any]], **options) -> dict[str, Any]:
+    """Share of turns whose serialised output extends the previous one, and of output tokens
+    that are a reused prefix, when compacting after every message."""
+    import compactor
+    from compactor.tokens import get_counter
+
+    counter = get_counter()
+    session = compactor.Session(**options)
+    prev = None
+    extends = turns = 0
+    reused_tokens = total_tokens = prev_tokens = 0
+    prev_n = 0
+    for m in conv:
+        session.append(m)
+        r = session.compact()
+        cur = json.dumps(r.messages, ensure_ascii=False)[:-1]  # open list: the next turn may append
+        n = counter.count(cur)
+        if prev is not None:
+            turns += 1
+            total_tokens += n
+            prev_tokens += prev_n
+            if cur.startswith(prev):
+                extends += 1
+                reused_tokens += counter.count(prev)
+            else:
+                k = 0
+                lim = min(len(prev), len(cur))
+                while k < lim and prev[k] == cur[k]:
+                    k += 1
+                reused_tokens += counter.count(cur[:k])
+        prev, prev_n = cur, n
+    # reused_of_previous: how much of what the provider has cached (the previous output) is still a
+    # valid prefix; reused_of_output: the share of each output that is such a prefix (new messages
+    # can never be, so it stays below 1 even when every turn is a pure append)
+    return {"options": options, "turns": turns, "extends_share": round(extends / turns, 4),
+            "reused_of_previous": round(reused_tokens / prev_tokens, 4),
+            "reused_of_output": round(reused_tokens / total_tokens, 4)}
+
+
+def startup(runs: int) -> dict[str, Any]:
+    """Whole-process wall time (median of ``runs``) against ``python -c pass``."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "one.log"
+        log.write_text("ok: build finished\n", encoding="utf-8")
+        conv = Path(tmp) / "one.json"
+        conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]),
+                        encoding="utf-8")
+        env["COMPACTOR_STORE"] = str(Path(tmp) / "store.sqlite")
+        cmds = {
+            "python_pass": [sys.executable, "-c", "pass"],
+            "trim_one_line": [sys.executable, "-m", "compactor", "trim", str(log)],
+            "compact_one_message": [sys.executable, "-m", "compactor", "compact", str(conv)],
+        }
+        times: dict[str, list[float]] = {k: [] for k in cmds}
+        for _ in range(runs):
+            for k, cmd in cmds.items():
+                t0 = time.perf_counter()
+                proc = subprocess.run(cmd, capture_output=True, env=env)
+                times[k].append(time.perf_counter() - t0)
+                if proc.returncode != 0:
+                    raise SystemExit(f"{k} failed: {proc.stderr.decode()[-500:]}")
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "runs": runs,
+        "median_ms": {k: round(v * 1e3, 1) for k, v in med.items()},
+        "trim_vs_python": round(med["trim_one_line"] / med["python_pass"], 2),
+        "compact_vs_python": round(med["compact_one_message"] / med["python_pass"], 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--corpus", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=HERE / "out" / "session.json")
+    args = ap.parse_args(argv)
+    from evaluate import default_corpus
+
+    corpus = args.corpus or default_corpus()
+    corpus = corpus if corpus.is_dir() else None
+    source, conv = conversation(corpus)
+    if args.quick:
+        conv = conv[:30]
+    reps = 1 if args.quick else 3
+    res: dict[str, Any] = {"source": source, "messages": len(conv)}
+    res["session"] = replay(conv, stateless=False, reps=reps)
+    res["stateless_compactor"] = replay(conv, stateless=True, reps=1)
+    if not args.quick:
+        long = repeated(conv, 4)
+        res["session_from_300"] = {"messages": len(long), **replay(long, stateless=False, reps=1, from_turn=300)}
+    res["prefix_default_session"] = prefix_share(conv)
+    res["prefix_batch_1"] = prefix_share(conv, collapse_batch=1)
+    import compactor
+
+    l1 = compactor.Compactor().compact(conv).report.tokens_after
+    res["prefix_budget_half"] = {"budget": l1 // 2, **prefix_share(conv, budget=l1 // 2)}
+    res["startup"] = startup(3 if args.quick else 7)
+    s = res["session"]
+    res["goals"] = {
+        "per_turn_p50_le_1x_dumps": s["ratio_per_turn"]["p50"] <= 1.0,
+        "per_turn_p99_le_5x_dumps": s["ratio_per_turn"]["p99"] <= 5.0,
+        "from_300_p99_le_1x_dumps": (res["session_from_300"]["ratio_per_turn"]["p99"] <= 1.0
+                                     if "session_from_300" in res else None),
+        "prefix_turns_ge_95pct": res["prefix_default_session"]["extends_share"] >= 0.95,
+        "prefix_tokens_ge_97pct": res["prefix_default_session"]["reused_of_previous"] >= 0.97,
+        "trim_start_le_3x_python": res["startup"]["trim_vs_python"] <= 3.0,
+        "compact_start_le_6x_python": res["startup"]["compact_vs_python"] <= 6.0,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
