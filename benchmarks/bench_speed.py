@@ -267,10 +267,10 @@ def worker(mode: str, path: str, limit: int | None) -> dict[str, Any]:
         t0 = time.perf_counter()
         if limit:
             stream = io.BytesIO(_read_limited(path, limit))
-            stats = trim_stream(detector, stream, sink, TrimOptions())
+            stats = trim_stream(detector, stream, sink, TrimOptions()).stats
         else:
             with open(path, "rb") as fh:
-                stats = trim_stream(detector, fh, sink, TrimOptions())
+                stats = trim_stream(detector, fh, sink, TrimOptions()).stats
         out.update(seconds=time.perf_counter() - t0, bytes=stats.bytes_in, lines=stats.lines_in,
                    bytes_out=stats.bytes_out, lines_out=stats.lines_out, protected_lines=stats.protected_lines,
                    rule_timeouts=stats.rule_timeouts)

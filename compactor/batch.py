@@ -121,9 +121,10 @@ _WORKERS: dict[str, _Worker] = {}  # per process: config JSON -> ready Compactor
 
 
 def _compactor_for(config: BatchConfig) -> Any:
-    """The ready compactor of this process for ``config``. ``Compactor.compact`` is stateless
-    (every call is a conversation of its own: no Level 3 counter carries over), and the memos it
-    keeps are pure functions of their keys, so one compactor serves every record."""
+    """The ready compactor of this process for ``config``. A ``Compactor`` holds configuration
+    and pure memos only (per-conversation state such as the Level 3 counter lives in the
+    conversation of each call), so one serves every record; with an in-memory store it is
+    replaced now and then so the store does not grow without end."""
     key = config.model_dump_json()
     w = _WORKERS.get(key)
     if w is None or (config.compactor.store is None and w.used >= _RECYCLE_AFTER):

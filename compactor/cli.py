@@ -226,6 +226,9 @@ def cmd_compact(args) -> int:
     from .formats import read_document
 
     doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
+    for d in doc.diagnostics:
+        if d.code == "json-read-as-text" and args.format == "auto":
+            sys.stderr.write(f"compactor: warning: {d.message}\n")
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     text = emit.render(result, args.emit, lang=args.lang)
     out, close = _open_out(args.output)

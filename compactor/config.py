@@ -37,6 +37,7 @@ class CompactorConfig(BaseModel):
     store: str | None = Field(default=None, description="None = in-memory; a directory or a .sqlite file")
     redact: bool = False
     handoff_after: int = Field(default=2, ge=1, description="recommend a new session after this many Level 3 compactions")
+    anchor_max_tokens: int = Field(default=2000, ge=0, description="size bound of the anchor's written form (0: none); filled by priority, the rest counted as overflow")
     llm: str | None = None
     llm_base_url: str | None = None
     llm_timeout: float = 60.0

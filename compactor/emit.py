@@ -1,5 +1,6 @@
-"""Rendering a :class:`CompactionResult` for output: JSON, the layout itself, the anchor
-(seed-000 JSON), Markdown (English or Chinese), a hand-off document, or the report."""
+"""Rendering a :class:`CompactionResult` for output: JSON (with the anchor's canonical JSON), the
+layout itself, the anchor as seed 000's memory record (exactly its six fields), Markdown
+(English or Chinese), a hand-off document, or the report."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ def render(result: CompactionResult, emit: str = "json", *, lang: str = "en") ->
     if emit == "json":
         d = result.to_json_dict()
         if result.anchor is not None:
-            from .anchor import to_seed_json
+            from .anchor import to_json
 
-            d["anchor"] = to_seed_json(result.anchor)
+            d["anchor"] = to_json(result.anchor)
         return _dump(d)
     if emit == "messages":
         return get_format(result.format).dumps(result.messages)

@@ -78,9 +78,14 @@ class StoreError(CompactorError):
 
 
 class BudgetError(CompactorError):
-    """The protected content alone does not fit in the requested budget."""
+    """The budget is below the floor: the newest request, the user constraints and the live
+    error's header line, as written. ``floor`` is that number of tokens (None when unknown)."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, floor: int | None = None, **kw):
+        self.floor = floor
+        super().__init__(message, **kw)
 
 
 class LLMError(CompactorError):

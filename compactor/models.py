@@ -17,6 +17,7 @@ __all__ = [
     "Anchor",
     "AnchorCursor",
     "ChangeMade",
+    "CutItem",
     "CompactionResult",
     "Decision",
     "Diagnostic",
@@ -166,6 +167,9 @@ class FailedAttempt(Item):
     exit_code: int | None = None
     count: int = Field(default=1, ge=1, description="how many times this command failed")
     last_step: str = ""
+    status: Literal["failed", "resolved"] = Field(
+        default="failed", description="resolved: a later run of the same command (or a fix of its cause) succeeded")
+    resolved_at: str = Field(default="", description="the step that resolved it")
 
 
 class ChangeMade(Item):
@@ -185,6 +189,9 @@ class Evidence(Item):
     text: str = Field(description="verbatim protected span")
     rule_id: str = ""
     family: str = ""
+    status: Literal["live", "resolved"] = Field(
+        default="live", description="resolved: a later run of the same command (or a fix of its cause) succeeded")
+    resolved_at: str = Field(default="", description="the step that resolved it")
 
 
 class OpenQuestion(Item):
@@ -219,6 +226,16 @@ class FileTouch(Frozen):
     read_superseded: bool = Field(default=False, description="read before a later edit: the read content is stale")
     related: list[str] = Field(default_factory=list)
     unfinished: bool = False
+
+
+class Overflow(Frozen):
+    """Items of one section that did not fit the anchor's size bound: counted, and reachable by
+    their ids and source steps (the trajectory keeps the originals)."""
+
+    section: str
+    count: int = Field(ge=1)
+    ids: list[str] = Field(default_factory=list)
+    steps: list[str] = Field(default_factory=list)
 
 
 class PendingCall(Frozen):
@@ -259,6 +276,13 @@ class AnchorCursor(Frozen):
     plan_steps: list[str] = Field(default_factory=list, description="ids of next steps from explicit plan lists (checkboxes)")
     user_messages: int = 0
     current_request: str = Field(default="", description="id of the active request in intent.history")
+    error_keys: dict[str, list[str]] = Field(
+        default_factory=dict, description="command key -> ids of the evidence and failed attempts it produced")
+    derived_ids: list[str] = Field(default_factory=list, description="ids of items derived at freeze (next steps from the state, scratch-file lines)")
+    collapsed_changes: list[ChangeMade] = Field(default_factory=list, description="changes folded into a scratch-file line at freeze")
+    raw_next_steps: list[NextStep] = Field(default_factory=list, description="the next steps before freeze presented them")
+    finished: bool = Field(default=False, description="the work was submitted / declared finished after the last request")
+    answered: bool = Field(default=False, description="the agent acted or replied after the newest user request")
 
 
 class Anchor(Frozen):
@@ -280,6 +304,7 @@ class Anchor(Frozen):
     key_evidence: list[Evidence] = Field(default_factory=list)
     user_constraints: list[UserConstraint] = Field(default_factory=list)
     files_touched: list[FileTouch] = Field(default_factory=list)
+    overflow: list[Overflow] = Field(default_factory=list, description="items left out by the size bound, per section")
     # bookkeeping
     steps_seen: int = 0
     cursor: AnchorCursor = Field(default_factory=AnchorCursor, description="merge bookkeeping; never rendered")
@@ -317,6 +342,16 @@ class SelfCheck(Frozen):
         return self.continuity and self.anti_repeat and self.evidence_chain
 
 
+class CutItem(Frozen):
+    """Something the budget cut from the verbatim output (it stays reachable by reference)."""
+
+    priority: int = Field(ge=1, le=6, description="ladder priority: 1 request/constraints … 6 the rest")
+    what: str
+    step: str = ""
+    ref: str | None = Field(default=None, description="reference that expands to the original, when it has its own")
+    text: str = ""
+
+
 class Report(Frozen):
     schema_version: str = SCHEMA_VERSION
     format: str
@@ -336,6 +371,9 @@ class Report(Frozen):
     stages: list[str] = Field(default_factory=list)
     redacted: dict[str, int] = Field(default_factory=dict, description="secrets redacted per rule id (--redact)")
     llm: dict[str, Any] | None = Field(default=None, description="what the optional LLM pass changed, rejected, sent and received")
+    floor: int | None = Field(default=None, description="with a budget: the smallest output the budget can reach (newest request, user constraints, live error header), tokens as written")
+    tokens_sent: int | None = Field(default=None, description="with a budget: tokens of the output as written in the layout and read back (mirror copies included)")
+    cut: list[CutItem] = Field(default_factory=list, description="with a budget: what was cut to fit, in priority order; folded originals expand back")
 
     @property
     def ratio(self) -> float:

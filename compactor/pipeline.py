@@ -104,6 +104,7 @@ class PipelineState:
     handoff: str | None = None
     level1: Level1 | None = None
     cache_tag: str = ""
+    budget_info: dict[str, Any] = field(default_factory=dict)  # the budget stage's report fields (floor, cut, tokens sent)
     boundary: int | None = None  # collapse boundary (count of tool results); None: from the config
     plan: Plan | None = None  # re-apply these decisions instead of running Level 2/3
     redacted: dict[str, int] = field(default_factory=dict)
@@ -255,6 +256,7 @@ class Compactor:
         old = {s.id for s in results[:boundary]}
         apply = cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)
         memo = self._collapsed
+        prose = state.doc.format == "text"  # plain text: paragraphs of human or assistant prose stay
         for seg in segs:
             if seg.kind == SegmentKind.tool_call:
                 o = SegmentOutcome(seg.text, False)
@@ -264,12 +266,13 @@ class Compactor:
                 if not collapse:
                     o = SegmentOutcome(seg.text, False, list(det.spans), [], list(det.diagnostics))
                 else:
-                    key = (state.cache_tag, *_detect_key(seg), seg.command, seg.exit_code)
+                    key = (state.cache_tag, *_detect_key(seg), seg.command, seg.exit_code, prose)
                     o = memo.get(key)
                     if o is None:
                         o = state.level1.collapse_detected(seg.text, state.normalized[seg.id], det,
                                                            role=seg.role.value, segment_id=seg.id,
-                                                           command=seg.command, exit_code=seg.exit_code)
+                                                           command=seg.command, exit_code=seg.exit_code,
+                                                           prose=prose)
                         memo[key] = o
                         if len(memo) > CACHE_SIZE:
                             memo.popitem(last=False)
@@ -281,6 +284,10 @@ class Compactor:
             state.placeholders.extend(o.placeholders)
             if o.changed:
                 state.level = max(state.level, 1)
+        if apply:
+            from .collapse.older import harden
+
+            harden(state, self.store, self.counter)
         state.normalized = {}
         state.stages.append("level1" if apply else "detect")
 
@@ -409,8 +416,14 @@ class Compactor:
             stages=state.stages,
             redacted=state.redacted,
             llm=state.llm_report,
+            **state.budget_info,
         )
-        state.result = CompactionResult(format=doc.format, messages=messages, anchor=state.anchor, report=report,
+        anchor = state.anchor
+        if anchor is not None and state.config.anchor_max_tokens:
+            from .anchor import bound_anchor  # the anchor's default size bound, filled by priority
+
+            anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self.counter.count, lang=state.config.lang)
+        state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
                                         handoff=state.handoff)
 
 

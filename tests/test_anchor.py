@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from compactor.anchor.render import render_lines
 from compactor.anchor import (
     SEED_FIELDS,
     build_anchor,
     merge,
     to_markdown,
+    to_json,
     to_seed_json,
 )
 from compactor.budget import anchor_tokens, fit_budget
@@ -143,7 +145,16 @@ def check_common(a: Anchor, segments) -> None:
     assert len(ids) == len(set(ids))
     assert all(re.fullmatch(r"[a-z]{2}-[0-9a-f]{16}", i) for i in ids)
     assert len({f.path for f in a.files_touched}) == len(a.files_touched)
-    assert a.next_action_hint.startswith("Consider")
+    # the hint is the first pending next step or the last open question, never a template
+    pending = [n.text for n in a.next_steps if n.status == "pending"]
+    open_q = [q.text for q in a.open_questions if q.status == "open"]
+    assert not a.next_action_hint.startswith("Consider continuing")
+    if pending:
+        assert pending[0].startswith(a.next_action_hint.rstrip("…"))
+    elif open_q:
+        assert open_q[-1].startswith(a.next_action_hint.rstrip("…"))
+    else:
+        assert a.next_action_hint == ""
 
 
 def check_starship(a: Anchor, segments) -> None:
@@ -210,9 +221,13 @@ def check_refactor(a: Anchor, segments) -> None:
     assert files["/repo/docs/api.md"].unfinished
     assert [f.path for f in a.files_touched if f.unfinished] == ["/repo/docs/api.md"]
     pending = [n.text for n in a.next_steps if n.status == "pending"]
-    assert pending == ["update docs/api.md to the new module path", "add a CHANGELOG entry for the deprecation"]
-    failed = [c for c in a.changes_made if c.status == "failed"]
-    assert len(failed) == 1 and failed[0].files == ["/repo/docs/api.md"]
+    assert pending == ["update docs/api.md to the new module path", "add a CHANGELOG entry for the deprecation",
+                       "resolve the live failure: No replacement was performed, old_str `acme.utils.http.Session` "
+                       "did not appear verbatim in /repo/docs/api.md."]
+    # the rejected edit changed nothing: a failed attempt, not a change
+    assert not any("/repo/docs/api.md" in c.files for c in a.changes_made)
+    failed = [f for f in a.failed_attempts if "/repo/docs/api.md" in f.command]
+    assert len(failed) == 1 and "did not appear verbatim" in failed[0].error
 
 
 def check_requirements(a: Anchor, segments) -> None:
@@ -467,7 +482,9 @@ def test_unfinished_file_and_stale_read():
     a = build_anchor(segs)
     f = a.files_touched[0]
     assert (f.path, f.actions, f.read_superseded, f.unfinished) == ("/w/app.py", ["read", "modified"], True, True)
-    assert a.changes_made[0].status == "failed"
+    # an edit the tool rejected changed nothing: it is a failed attempt, not a change
+    assert a.changes_made == []
+    assert [f.command for f in a.failed_attempts] == ["str_replace /w/app.py"]
     assert "/w/app.py" in a.next_action_hint
 
 
@@ -498,7 +515,13 @@ def test_markdown_layouts(comp, name):
     en = to_markdown(a, "en")
     pos = _heading_order(en, EN_HEADINGS)
     assert pos == sorted(pos)
-    assert "Next action (hint, not binding)" in en and "下一步建议（不具约束力）" in zh
+    # the hint is shown once: as its next step or open question, or as a hint row of its own
+    hint = a.next_action_hint.rstrip("…")
+    if hint:
+        assert en.count(hint) == 1 and zh.count(hint) == 1
+    # English and Chinese render the same items, each once
+    en_ids = [i for _, i, _ in render_lines(a, "en") if i]
+    assert en_ids == [i for _, i, _ in render_lines(a, "zh") if i] and len(en_ids) == len(set(en_ids))
     for e in a.key_evidence:  # verbatim in both
         for line in e.text.split("\n"):
             assert line.strip() in en and line.strip() in zh
@@ -517,9 +540,13 @@ def test_seed_json_shape(comp):
     assert all(set(d) == {"decision", "reason"} for d in seed["decisions_made"])
     assert all(isinstance(x, str) for x in seed["open_questions"] + seed["dead_ends"])
     assert isinstance(seed["next_action_hint"], str)
-    for extra in ("intent", "changes_made", "key_evidence", "user_constraints", "files_touched", "next_steps"):
-        assert extra in seed
+    assert list(seed) == list(SEED_FIELDS)  # exactly seed 000's fields
     json.dumps(seed)  # plain JSON
+    full = to_json(a)  # the canonical JSON: every section once
+    for extra in ("intent", "changes_made", "key_evidence", "user_constraints", "files_touched", "next_steps"):
+        assert extra in full
+    for dup in ("facts", "decisions", "questions", "dead_ends", "objective_state", "next_action_hint"):
+        assert dup not in full
 
 
 # --------------------------------------------------------------------------- budget

@@ -2,12 +2,14 @@
 
 Two promises, checked on every trajectory whose layout has a reader:
 
-- key evidence holds every error line the protected zone found (trace / error / exit-code /
-  test-failure spans of the environment's and the user's text; the agent restating an error in
-  its own prose, the system prompt and demonstrations are not evidence);
+- key evidence holds every error line the protected zone found in tool output that is evidence
+  (trace / error / test-failure spans; not lines of a file shown by a viewer or an editor, not a
+  listing, not the tool's framing, not a bare exit code; not the task text or the agent's own
+  prose), live or marked resolved; and nothing else but the verification lines it adds;
 - files touched matches the files the tool calls really touched. The expected set is computed
   here, independently, from the tool-call arguments (a separate, regex-based reading of the
-  same conventions: editor tools, SWE-agent text commands, shell commands).
+  same conventions: editor tools, SWE-agent text commands, shell commands) and from the diffs
+  that editor tools print (``+++ path``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from compactor.anchor import EVIDENCE_FAMILIES, build_anchor
+from compactor.codeview import classify
 from compactor.models import Role, SegmentKind
 from compactor.normalize import normalize
 from compactor.pipeline import Compactor, load_document
@@ -69,14 +72,37 @@ def test_key_evidence_holds_every_error_span(corpus, compactor, rel):
     anchor = build_anchor(doc.segments, spans)
     have = {e.text for e in anchor.key_evidence}
     by_id = {s.id: s for s in doc.segments}
-    expected = []
+    calls = {}
+    for s in doc.segments:
+        if s.kind == SegmentKind.tool_call:
+            calls[s.call_id or s.step_id] = s
+    expected, not_expected = [], []
     for sp in spans:
         seg = by_id[sp.segment_id]
-        if sp.family in EVIDENCE_FAMILIES and sp.text.strip() and seg.role not in (Role.assistant, Role.system) \
-                and not seg.meta:
+        if sp.family not in EVIDENCE_FAMILIES or not sp.text.strip():
+            continue
+        finish = (seg.tool_name or "").lower() in ("finish", "submit", "attempt_completion")  # the agent's own words
+        if seg.kind != SegmentKind.tool_result or seg.meta or finish or sp.family == "exit-code" \
+                or re.fullmatch(r"(?:ERRORS?|Error|error|WARNING|Warning)\s*:?", sp.text.strip()):
+            not_expected.append(sp)
+            continue
+        call = calls.get(seg.call_id or seg.step_id)
+        view = classify(normalize(seg.text), command=seg.command or (call.command if call else None),
+                        tool=seg.tool_name)
+        if any(view.evidence_ok(i) for i in range(sp.line_start - 1, sp.line_end)):
             expected.append(sp)
-    missing = [(sp.step_id, sp.family, sp.text[:120]) for sp in expected if sp.text not in have]
+        else:
+            not_expected.append(sp)
+    # an earlier one-line error that a failed attempt carries verbatim is not repeated as evidence
+    have |= {part for f in anchor.failed_attempts for part in f.error.split(" … ")}
+    missing = [(sp.step_id, sp.family, sp.text[:120]) for sp in expected
+               if sp.text not in have and sp.text.strip() not in have]
     assert not missing, f"{rel}: {len(missing)} error spans missing from key evidence: {missing[:5]}"
+    exp_texts = {sp.text for sp in expected}
+    noise = [sp.text[:120] for sp in not_expected if sp.text in have and sp.text not in exp_texts]
+    assert not noise, f"{rel}: source lines, task text or bare exit codes taken for evidence: {noise[:5]}"
+    for e in anchor.key_evidence:
+        assert e.status == "live" or e.resolved_at, e
     # every evidence item is verbatim text of its source step
     texts_by_step: dict[str, str] = {}
     for s in doc.segments:
@@ -240,6 +266,30 @@ def test_files_touched_match_tool_calls(corpus, compactor, rel):
     doc = _load(corpus, rel)
     anchor = build_anchor(doc.segments, _spans(compactor, doc))
     exp_all, exp_written = expected_files(doc.segments)
+    for s in doc.segments:
+        # an editor call whose reader kept only "<verb> <path>" (OpenHands v0)
+        m = re.fullmatch(r"(view|create|str_replace|insert|undo_edit) (\S+)", (s.command or "").strip())
+        if s.kind == SegmentKind.tool_call and m and (s.tool_name or "") == "str_replace_editor" \
+                and "." in m.group(2).rsplit("/", 1)[-1]:
+            exp_all.add(m.group(2))
+            if m.group(1) != "view":
+                exp_written.add(m.group(2))
+    for s in doc.segments:
+        # a Python script written by a here-document and run in the same command line writes the
+        # files it opens for writing
+        cmd = s.command or ""
+        if s.kind == SegmentKind.tool_call and "<<" in cmd:
+            for m in re.finditer(r"cat > (\S+\.py) << '?(\w+)'?\n(.*?)\n\2", cmd, re.S):
+                if re.search(r"python\S* " + re.escape(m.group(1)), cmd[m.end():]):
+                    for w in re.finditer(r"open\('([^']+)', '[wa]'", m.group(3)):
+                        exp_all.add(w.group(1))
+                        exp_written.add(w.group(1))
+    for s in doc.segments:  # an editor's diff names the file it wrote
+        if s.kind == SegmentKind.tool_result and s.text.startswith("--- ") and "\n+++ " in s.text:
+            target = s.text.split("\n+++ ", 1)[1].split("\n", 1)[0].split("\t", 1)[0].strip()
+            if target != "/dev/null":
+                exp_all.add(target)
+                exp_written.add(target)
     got_all = {f.path for f in anchor.files_touched}
     got_written = {f.path for f in anchor.files_touched if any(a != "read" for a in f.actions)}
     missing, extra = _match(exp_all, got_all)

@@ -67,8 +67,10 @@ FIXTURE_TABLE: dict[str, tuple[str, int, int]] = {
     "acme-version.openai-chat.traj.json": ("openai-chat", 3, 2),
     "lodash-merge.anthropic.json": ("anthropic", 5, 5),
     "cart-total.claude-code.jsonl": ("claude-code", 7, 6),
+    "cart-coupon.claude-export.md": ("claude-code-md", 4, 4),
     "pricing-page.gemini-cli.jsonl": ("gemini-cli", 6, 6),
     "rate-limit.codex.jsonl": ("codex", 4, 4),
+    "config-fix.codex-tui.jsonl": ("codex-tui", 8, 8),
     "invoice.aider.chat.history.md": ("aider", 0, 7),
     "pytest-run.log": ("text", 0, 1),
 }
@@ -160,7 +162,7 @@ def corpus_file(rel: str) -> Path:
 def test_registry_order_and_metadata() -> None:
     names = [f.name for f in REGISTRY]
     assert names == ["steps", "swe-agent", "openhands", "openai-chat", "anthropic", "claude-code",
-                     "gemini-cli", "codex", "aider", "text"]
+                     "claude-code-md", "gemini-cli", "codex", "codex-tui", "aider", "text"]
     for f in REGISTRY:
         assert f.title and f.detection and f.container in ("json", "jsonl", "text")
 

@@ -223,3 +223,36 @@ def test_async_agents_use_the_same_compaction():
     m = arun([summ, ContextEditingMiddleware(edits=[Level1Edit(trigger=500, keep=1)])])
     assert any("## Current working state" in text_of(r) for r in m.requests)
     assert "pkg-299" not in text_of(m.requests[-1])
+
+
+def test_repeated_summaries_keep_the_whole_conversation():
+    """Each summarization replaces the previous summary by the messages it stood for (kept in the
+    store): after three summaries the goal, the constraint and the first error are still there."""
+    import json as _json
+
+    cmds = ["npm install", "npm test", "cat src/db/pool.js", "npm test"] * 2
+    steps = [AIMessage(content=f"Running {c}.", tool_calls=[{"name": "bash", "args": {"command": c}, "id": f"call_{i}"}])
+             for i, c in enumerate(cmds)] + [AIMessage(content="done")]
+    CALLS.clear()
+    model = RecordingFakeModel(messages=iter(steps), requests=[])
+    comp = compactor.Compactor()
+    summ = SummarizationMiddleware(model=GenericFakeChatModel(messages=iter([])), trigger=("messages", 6),
+                                   keep=("messages", 2), summarizer=AnchorSummarizer(compactor=comp),
+                                   trim_tokens_to_summarize=None)
+    agent = create_agent(model, tools=[bash], system_prompt="You are a coding agent.", middleware=[summ])
+    agent.invoke({"messages": [HumanMessage(TASK)]})
+    summaries = []
+    for r in model.requests:
+        for m in r:
+            if isinstance(m, HumanMessage) and m.content.startswith("Here is a summary") and m.content not in summaries:
+                summaries.append(m.content)
+    assert len(summaries) >= 3
+    last = summaries[-1]
+    assert "**Goal**: The orders test fails with ConnectionPoolExhausted" in last
+    assert "Don't use TypeScript" in last and ERROR in last
+    assert "Current working state\n\n**Goal**: Current working state" not in last
+    m = re.search(r"\[compactor: anchor of (\d+) earlier messages · ref (c-[0-9a-f]{16})\]", last)
+    history = _json.loads(comp.expand(m.group(2)))
+    assert len(history) == int(m.group(1)) and history[0] == {"role": "user", "content": TASK}
+    assert sum(1 for x in history if x["role"] == "tool") > 4  # every earlier tool output, whole
+    assert any(x["role"] == "tool" and x["content"] == OUTPUTS["npm install"] for x in history)

@@ -113,7 +113,7 @@ def test_trim_log_file_keeps_the_final_error_and_folds_expandably(tmp_path: Path
             assert text.rstrip().splitlines()[-1].startswith("[compactor trim: 3003 lines in")
             refs = REF.findall(text)
             assert refs
-            folded = _text(await client.call_tool("expand_placeholder", {"placeholder_id": refs[0]}))
+            folded = _text(await client.call_tool("expand_placeholder", {"placeholder_id": refs[0], "max_chars": 10**9}))
             assert "[01000] downloading chunk 1000 of 3000 ... ok" in folded
             assert folded in long_log.read_text()
 
@@ -149,6 +149,32 @@ def test_a_result_too_large_for_a_client_says_how_to_fit_it(tmp_path: Path):
     _run(main)
 
 
+def test_long_expansions_come_in_pages_that_reassemble_exactly(tmp_path: Path, long_log: Path):
+    async def main():
+        async with Client(build_server(store=str(tmp_path / "s.sqlite"))) as client:
+            text = _text(await client.call_tool("trim_log_file", {"path": str(long_log)}))
+            ref = REF.findall(text)[0]
+            whole = _text(await client.call_tool("expand_placeholder", {"placeholder_id": ref, "max_chars": 10**9}))
+            assert len(whole) > 50_000
+            pages, offset = [], 0
+            nxt = re.compile(r"\n\[compactor: characters \d+-(\d+) of (\d+); call expand_placeholder again with offset=(\d+) for the rest\]$")
+            while True:
+                page = _text(await client.call_tool("expand_placeholder",
+                                                    {"placeholder_id": f"ref {ref}", "offset": offset, "max_chars": 20_000}))
+                m = nxt.search(page)
+                if m is None:
+                    pages.append(page)
+                    break
+                assert int(m.group(2)) == len(whole) and int(m.group(3)) == offset + 20_000
+                pages.append(page[: m.start()])
+                offset = int(m.group(3))
+            assert "".join(pages) == whole and len(pages) == -(-len(whole) // 20_000)
+            past = await client.call_tool("expand_placeholder", {"placeholder_id": ref, "offset": len(whole) + 1})
+            assert past.is_error and "past the end" in _text(past)
+
+    _run(main)
+
+
 def test_relative_paths_resolve_against_the_root(tmp_path: Path, long_log: Path):
     async def main():
         async with Client(build_server(root=long_log.parent)) as client:
@@ -169,12 +195,15 @@ def test_relative_paths_resolve_against_the_root(tmp_path: Path, long_log: Path)
     ("compact_transcript_file", {"path": "BAD", "format": "nope"}, "unknown layout 'nope'"),
     ("compact_transcript_file", {"path": "BAD", "format": "openai-chat"}, "bad.json"),
     ("trim_log_file", {"path": "BAD", "context": 99}, "context"),
+    ("trim_log_file", {"path": "BIN"}, "bin.log:byte 0: binary data (NUL byte at offset 0)"),
     ("compact_transcript_file", {"path": "DEMO", "budget": 1}, "budget"),
 ])
 def test_errors_are_one_line_tool_errors(tmp_path: Path, tool, args, message):
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": "user", "content": "hi"}, {"role": ', encoding="utf-8")
-    subst = {"DIR": str(tmp_path), "BAD": str(bad), "DEMO": str(DEMO)}
+    binary = tmp_path / "bin.log"
+    binary.write_bytes(b"\x00" * 64 + b"ok\n")
+    subst = {"DIR": str(tmp_path), "BAD": str(bad), "DEMO": str(DEMO), "BIN": str(binary)}
     args = {k: subst.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
 
     async def main():

@@ -317,3 +317,23 @@ def test_filter_output_is_identical_across_hash_seeds():
                            env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
     assert outs[0].returncode == 0, outs[0].stderr
     assert outs[0].stdout == outs[1].stdout and "[npm install:" in outs[0].stdout
+
+
+def test_pruning_the_store_never_touches_session_items(tmp_path: Path):
+    """The session's items share the store file with the placeholders' originals; 'compactor store
+    prune' evicts originals (expanding them is then a clear error) and leaves the conversation whole."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "store.sqlite"
+    session = CompactorSession("run-1", path)
+    reqs, _ = run(session.input_filter(keep_recent=1), session=session)
+    ref = REF.search(sent_text(reqs[-1])).group(1)
+    assert session.expand(ref) == NPM
+    before = asyncio.run(session.get_items())
+    proc = subprocess.run([sys.executable, "-m", "compactor", "store", "prune", "--store", str(path), "--to-mb", "0.0001"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert asyncio.run(CompactorSession("run-1", path).get_items()) == before
+    with pytest.raises(compactor.StoreError, match="evicted"):
+        CompactorSession("run-1", path).expand(ref)

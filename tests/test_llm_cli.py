@@ -66,9 +66,9 @@ def test_cli_llm_http_500_falls_back_with_diagnostic(server, capsys):
     codes = [x["code"] for x in d["report"]["diagnostics"]]
     assert "llm-fallback" in codes
     det = Compactor().compact(str(DEMO)).anchor
-    from compactor.anchor import to_seed_json
+    from compactor.anchor import to_json
 
-    assert d["anchor"] == to_seed_json(det)
+    assert d["anchor"] == to_json(det)
 
 
 def test_cli_secrets_never_reach_the_endpoint(server, tmp_path, capsys):

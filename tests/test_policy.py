@@ -35,8 +35,19 @@ def _result(i: int, text: str) -> dict:
     return {"role": "tool", "tool_call_id": f"call_{i}", "content": text}
 
 
+def _word(i: int) -> str:
+    """A name per turn that is not the same as another turn's up to numbers (Level 1 folds
+    outputs identical up to numbers into "same as")."""
+    w = ""
+    i += 26
+    while i:
+        i, r = divmod(i, 26)
+        w = chr(97 + r) + w
+    return w
+
+
 def _listing(i: int, n: int = 60) -> str:
-    return "\n".join(f"src/config/module_{i}_{j}.py: def handler_{j}(request): return render(request, 'page_{j}.html')"
+    return "\n".join(f"src/config/module_{_word(i)}_{j}.py: def handler_{j}(request): return render(request, 'page_{j}.html')"
                      for j in range(n))
 
 

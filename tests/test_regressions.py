@@ -24,12 +24,16 @@ def test_forced_level3_never_enlarges_the_output(budget):
 
 
 def test_budget_error_never_promises_a_budget_that_fails():
+    # a budget is a contract down to the floor: 120 tokens is above it and fits; below it the
+    # error names the floor, and the floor it names fits
+    res = Compactor(level=3).compact(str(CI_LINT), budget=120)
+    assert res.report.tokens_after <= 120 and res.report.tokens_sent <= 120
     with pytest.raises(BudgetError) as exc:
-        Compactor(level=3).compact(str(CI_LINT), budget=120)
+        Compactor(level=3).compact(str(CI_LINT), budget=20)
     m = re.search(r"raise the budget to at least (\d+)", str(exc.value))
-    if m:  # a promised number must work
-        res = Compactor(level=3).compact(str(CI_LINT), budget=int(m.group(1)))
-        assert res.report.tokens_after <= int(m.group(1))
+    assert m and int(m.group(1)) == exc.value.floor
+    res = Compactor(level=3).compact(str(CI_LINT), budget=int(m.group(1)))
+    assert res.report.tokens_after <= int(m.group(1))
 
 
 def test_jsonl_layouts_accept_parsed_records_and_their_own_output():

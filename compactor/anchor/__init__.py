@@ -11,22 +11,33 @@ Public API:
 - :func:`build_anchor` — the anchor of a whole trajectory;
 - :func:`merge` — evolve an existing anchor with the segments that came after it (merging step
   by step gives the same anchor as building at once);
-- :func:`to_seed_json` / :func:`to_markdown` — seed-000 JSON, Markdown in English or in seed
-  001's Chinese layout.
+- :func:`to_json` / :func:`to_seed_json` / :func:`to_markdown` — renderings of the one model:
+  the canonical JSON, seed 000's record (exactly its six fields), Markdown in English or in seed
+  001's Chinese layout; each shows every item once;
+- :func:`bound_anchor` — the default size bound (2,000 tokens), filled by priority;
+- :func:`continuation_check` — ask the anchor the continuation questions, back-fill the answers it
+  lacks from the trajectory.
 
-Fitting the anchor into a token budget lives in :mod:`compactor.budget`.
+Fitting the anchor into a token budget (Level 3) lives in :mod:`compactor.budget`.
 """
 
 from __future__ import annotations
 
+from .bound import DEFAULT_MAX_TOKENS, bound_anchor
 from .build import EVIDENCE_FAMILIES, build_anchor, merge
-from .render import SEED_FIELDS, to_markdown, to_seed_json
+from .continuation import QUESTIONS, continuation_check
+from .render import SEED_FIELDS, to_json, to_markdown, to_seed_json
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "EVIDENCE_FAMILIES",
+    "QUESTIONS",
     "SEED_FIELDS",
+    "bound_anchor",
     "build_anchor",
+    "continuation_check",
     "merge",
+    "to_json",
     "to_markdown",
     "to_seed_json",
 ]

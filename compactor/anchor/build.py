@@ -34,11 +34,12 @@ from ..models import (
     Span,
     UserConstraint,
 )
+from ..codeview import View, classify, split_commands
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
 from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
-from .files import call_effects
+from .files import call_effects, looks_like_file
 
 __all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
 
@@ -50,6 +51,7 @@ _MAX_LINE_FACTS = 6
 _MAX_FACT_SCAN = 400_000  # characters of one tool output scanned for facts
 _FACT_EDGE_LINES = 200  # lines of a long output's head and tail scanned for structured facts
 _REQUEST_CHARS = 300
+_TASK_CHARS = 400  # a long task statement: its first meaningful lines up to this many characters
 
 
 def build_anchor(segments: Sequence[Segment], spans: Iterable[Span] = (), *, objective: str | None = None) -> Anchor:
@@ -74,6 +76,119 @@ def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span]
 
 
 # ---------------------------------------------------------------------------------------
+
+
+_CHAT_COMMAND = C.regex.compile(r"^\s*/([a-z][a-z-]{1,20})(?:\s+|$)")
+_REQUEST_COMMANDS = frozenset({"ask", "code", "architect", "copy-context", "context", "help"})
+_FINISH_TOOLS = frozenset({"submit", "finish", "attempt_completion", "task_complete", "complete_task", "done"})
+# where a task statement ends and the harness's instructions begin
+_HARNESS_PART = C.regex.compile(
+    r"^[ \t]*(?:INSTRUCTIONS:|<instructions>|#+ *Task Instructions|NOTE ABOUT THE EDIT COMMAND|IMPORTANT TIPS:|"
+    r"#+ *Environment\b|\*\*CRITICAL|<IMPORTANT>|Remember, YOU|Follow these steps to resolve the issue|"
+    r"Can you help me implement the necessary changes|Your task is to make the minimal changes|"
+    r"I've already taken care of all changes to any of the test files|--- DEMONSTRATION ---)",
+    C.regex.M,
+)
+# a pasted issue / PR text: the reporter's prose, not the user's constraints
+_ISSUE_BLOCK = C.regex.compile(
+    r"<(issue_description|pr_description|issue)>.*?(?:</\1>|\Z)|^ISSUE:\n.*?(?=^INSTRUCTIONS:|\Z)", C.regex.S | C.regex.M)
+
+
+_REQUIREMENT = C.regex.compile(
+    r"\b(?:must(?: not)?|mustn't|shall not|should not|shouldn't|is required|are required|has to|have to|"
+    r"keep\b[^!?\n]{0,80}?\bworking|without (?:breaking|changing)|do not (?:change|modify|break|touch))\b", C.regex.I)
+_ANALYSIS = C.regex.compile(
+    r"\b(?:would|could|might|I believe|I think|I found|I guess|it seems|seems to|probably|perhaps|maybe|"
+    r"suggestions?|possibilit(?:y|ies)|for example|e\.g\.|such as|motivating|when debugging|we never)\b", C.regex.I)
+
+
+def _own_words(text: str) -> tuple[str, str]:
+    """(what the user wrote themselves, a pasted issue / PR text): the text before the harness's
+    instructions, split into the user's own words and the issue block."""
+    m = _HARNESS_PART.search(text)
+    own = text[: m.start()] if m else text
+    issue = ""
+    if "<" in own or "ISSUE:" in own:
+        issue = "\n".join(x.group(0) for x in _ISSUE_BLOCK.finditer(own))
+        own = _ISSUE_BLOCK.sub("\n", own)
+    return own, issue
+
+
+_EDITOR_VERB = C.regex.compile(r"^(view|create|str_replace|insert|undo_edit)\s+(\S+)\s*$")
+_EDITOR_NAMES = frozenset({"str_replace_editor", "file_editor", "edit_file", "editor", "str_replace_based_edit_tool"})
+
+
+def _editor_verb_call(eff, tool: str, command: str, raw: str) -> None:
+    """An editor call whose reader kept only "<verb> <path>" as its command and the new text as
+    its body (OpenHands v0): a view reads the file, the other verbs change it."""
+    if tool.lower() not in _EDITOR_NAMES:
+        return
+    m = _EDITOR_VERB.match(command.strip())
+    if not m:
+        return
+    verb, path = m.group(1), m.group(2)
+    eff.commands = 1
+    if verb == "view":
+        eff.kind = "read"
+        if looks_like_file(path):
+            eff.add(path, "read")
+        eff.action = f"view {path}"
+        return
+    eff.kind = "edit"
+    eff.add(path, "write" if verb == "create" else "modify")
+    eff.action = f"{verb} {path}"
+    body = raw.strip() if raw.strip() != command.strip() and raw.strip() != path else ""
+    if body:
+        eff.detail = f"{verb}: `{shorten(body, 300)}`"
+
+
+_COMMIT_MSG = C.regex.compile(r"\bgit\b[^\n]*\bcommit\b[^\n]*?(?:-m\s+(?:\"\$\(cat <<-?\s*'?(\w+)'?\n(.+?)\n|([\"'])(.+?)\3))", C.regex.S)
+
+
+def _commit_message(command: str) -> str:
+    """The first line of the message of a ``git commit -m`` in a command (here-document too)."""
+    if "commit" not in command:
+        return ""
+    m = _COMMIT_MSG.search(command[:20_000])
+    if not m:
+        return ""
+    msg = m.group(2) if m.group(2) is not None else (m.group(4) or "")
+    return shorten(msg.strip().split("\n", 1)[0], 120)
+
+
+def _revises(prev: IntentItem | None, text: str) -> bool:
+    """A request that starts like the previous one (the user re-asking, then extending it): the
+    previous wording stays part of the intent."""
+    if prev is None:
+        return False
+    a, b = squash(prev.text), squash(text)
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    if a == b or n < 8:
+        return False
+    if n >= len(a.rstrip(" .。?？!！")):
+        return True  # the new request extends the previous one
+    return n >= 16 and n * 10 >= len(a) * 6 and not _REPLACES.search(b[n:])
+
+
+_REPLACES = C.regex.compile(r"(?i)\b(?:instead|rather than|not|no longer)\b|而不是|改成|改为|换成|不要")
+
+
+def _finish_message(text: str) -> str:
+    t = text.strip()
+    if t.startswith("{"):
+        try:
+            import json
+
+            d = json.loads(t)
+            if isinstance(d, dict):
+                return " ".join(str(v) for k, v in d.items() if isinstance(v, str) and k in ("message", "thought", "summary", "result", "text"))
+        except ValueError:
+            return t
+    return t
 
 
 _TAG_RE = C.regex.compile(r"</?[A-Za-z_][\w-]{0,40}>")
@@ -102,9 +217,15 @@ def _condense_request(text: str) -> str:
     lines = _meaningful_lines(t, 8)
     if lines and len(lines[0]) <= 100 and not lines[0].endswith((".", "。", ":", "：")) and not _ASK.search(lines[0]):
         return shorten(lines[0], _REQUEST_CHARS)  # an issue title
-    ask = next((ln for ln in lines if _ASK.search(ln)), None)
+    ask = next((i for i, ln in enumerate(lines) if _ASK.search(ln)), None)
     if ask is not None:
-        return shorten(ask, _REQUEST_CHARS)
+        # the request and the lines that detail it, up to a bound
+        out = lines[ask]
+        for ln in lines[ask + 1:]:
+            if len(out) + 1 + len(ln) > _TASK_CHARS:
+                break
+            out += " " + ln
+        return shorten(out, _TASK_CHARS)
     kept = lines[:1]
     if kept and len(kept[0]) < 25 and len(lines) > 1:
         kept.append(lines[1])
@@ -172,8 +293,12 @@ class _State:
         self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
         self.dead: dict[str, ExcludedApproach] = {x.id: x for x in a.dead_ends}
         self.failed: dict[str, FailedAttempt] = {x.id: x for x in a.failed_attempts}
-        self.changes: dict[str, ChangeMade] = {x.id: x for x in a.changes_made}
-        self.next_steps: dict[str, NextStep] = {x.id: x for x in a.next_steps}
+        derived = set(a.cursor.derived_ids)
+        # freeze folds scratch files into one line; the unfolded list is kept in the cursor
+        raw_changes = a.cursor.collapsed_changes or a.changes_made
+        self.changes: dict[str, ChangeMade] = {x.id: x for x in raw_changes}
+        raw_steps = a.cursor.raw_next_steps or [x for x in a.next_steps if x.id not in derived]
+        self.next_steps: dict[str, NextStep] = {x.id: x for x in raw_steps}
         self.evidence: dict[str, Evidence] = {x.id: x for x in a.key_evidence}
         self.constraints: dict[str, UserConstraint] = {x.id: x for x in a.user_constraints}
         self.intent: dict[str, IntentItem] = {x.id: x for x in a.intent.history}
@@ -202,6 +327,9 @@ class _State:
         self.plan_steps = list(c.plan_steps)
         self.user_messages = c.user_messages
         self.current_request = c.current_request
+        self.error_keys: dict[str, list[str]] = {k: list(v) for k, v in c.error_keys.items()}
+        self.finished = c.finished
+        self.answered = c.answered
 
     # ------------------------------------------------------------------ feeding
     def feed(self, seg: Segment, spans: Sequence[Span]) -> None:
@@ -212,10 +340,8 @@ class _State:
         if seg.role == Role.system or seg.meta:
             return
         text = normalize(seg.text)
-        if seg.role != Role.assistant:  # the agent restating an error is not evidence
-            for sp in spans:
-                if sp.family in EVIDENCE_FAMILIES and sp.text.strip():
-                    self._evidence(sp, seg.step_id)
+        # key evidence comes from tool output only (not from the task text, not from the agent
+        # restating an error), and only from lines that are not a view of a file: see _result
         if seg.kind == SegmentKind.tool_call:
             self._call(seg, text, spans)
         elif seg.kind == SegmentKind.tool_result:
@@ -226,13 +352,61 @@ class _State:
             self._assistant(seg, text, spans)
 
     # ------------------------------------------------------------------ items
-    def _evidence(self, sp: Span, step: str) -> None:
+    def _evidence(self, sp: Span, step: str, key: str = "") -> str:
         eid = item_id("ev", sp.text, exact=True)
-        if eid not in self.evidence:
+        old = self.evidence.get(eid)
+        if old is None or old.status == "resolved":
+            # seen again after it was resolved: it is live again (a regression)
             self.evidence[eid] = Evidence(id=eid, source_step=sp.step_id or step, text=sp.text,
                                           rule_id=sp.rule_id, family=sp.family)
+        if key:
+            ids = self.error_keys.setdefault(key, [])
+            if eid not in ids:
+                ids.append(eid)
+        return eid
+
+    def _dedupe_evidence(self, step: str) -> None:
+        """An earlier one-line error that a failed attempt already carries verbatim is not shown
+        again as evidence: the newest failure's line stays (it is the live one)."""
+        errors = [f.error for f in self.failed.values() if f.error]
+        if not errors:
+            return
+        for eid, e in list(self.evidence.items()):
+            t = e.text.strip()
+            if e.source_step != step and "\n" not in t and e.family != "verification" \
+                    and any(t == err or t in err.split(" … ") for err in errors):
+                del self.evidence[eid]
+
+    def _verification(self, line: str, step: str, key: str) -> None:
+        """The newest passing check of a command (tests passed, the reproduction now succeeds)."""
+        vkey = "verify:" + key
+        for oid in self.error_keys.pop(vkey, []):
+            self.evidence.pop(oid, None)
+        eid = item_id("ev", line, exact=True)
+        self.evidence.pop(eid, None)
+        self.evidence[eid] = Evidence(id=eid, source_step=step, text=line, rule_id="anchor.verification",
+                                      family="verification")
+        self.error_keys[vkey] = [eid]
+
+    def _resolve(self, key: str, step: str, *, module: str = "") -> None:
+        """Mark what an earlier failure of ``key`` left (evidence, failed attempts) as resolved at
+        ``step``; with ``module``, also every live "No module named 'module'" error."""
+        ids = list(self.error_keys.pop(key, [])) if key else []
+        if module:
+            needle = f"No module named '{module}'"
+            ids += [e.id for e in self.evidence.values() if e.status == "live" and needle in e.text]
+            ids += [f.id for f in self.failed.values() if f.status == "failed" and needle in f.error]
+        for iid in ids:
+            e = self.evidence.get(iid)
+            if e is not None and e.status == "live":
+                self.evidence[iid] = e.model_copy(update={"status": "resolved", "resolved_at": step})
+            f = self.failed.get(iid)
+            if f is not None and f.status == "failed":
+                self.failed[iid] = f.model_copy(update={"status": "resolved", "resolved_at": step})
 
     def _add_decision(self, sentence: str, step: str, reason: str = "") -> None:
+        if C.OBSERVATION.match(sentence) or not C.CHOICE.search(sentence):
+            return  # an observation or a routine step is not a decision (decision laundering)
         decision, why = split_reason(sentence)
         if reason and not why:
             why = reason
@@ -260,21 +434,33 @@ class _State:
             self.dead[xid] = ExcludedApproach(id=xid, source_step=step, approach=approach, why=why or "",
                                               evidence=self.last_error)
 
-    def _add_failed_attempt(self, seg: Segment, pc: PendingCall | None, error: str, step: str) -> None:
+    def _add_failed_attempt(self, seg: Segment, pc: PendingCall | None, error: str, step: str, key: str = "") -> None:
         command = seg.command or (pc.action if pc is not None else "")
         first = next((ln.strip() for ln in command.split("\n") if ln.strip()), "")[:300]
         if not first:
             return
-        fid = item_id("fx", first)
-        old = self.failed.get(fid)
         err = error if len(error) <= 400 else error[:400]
-        if old is None:
+        # one item per command and kind of error: the same command failing two ways is two lessons
+        fid = item_id("fx", first, _error_class(err))
+        old = self.failed.get(fid)
+        if old is None or old.status == "resolved":
             self.failed[fid] = FailedAttempt(id=fid, source_step=step, command=first, error=err,
-                                             exit_code=seg.exit_code, last_step=step)
+                                             exit_code=seg.exit_code, last_step=step,
+                                             count=1 if old is None else old.count + 1)
         else:
+            if err and old.error and err in old.error:
+                err = old.error
+            elif err and old.error:
+                # the same command failing with a new error: keep the first and the newest
+                first_err = old.error.split(" … ", 1)[0]
+                err = f"{first_err} … {err}" if len(first_err) + len(err) < 400 else err
             self.failed[fid] = old.model_copy(update={"count": old.count + 1, "last_step": step,
                                                       "error": err or old.error,
                                                       "exit_code": seg.exit_code if seg.exit_code is not None else old.exit_code})
+        if key:
+            ids = self.error_keys.setdefault(key, [])
+            if fid not in ids:
+                ids.append(fid)
 
     def _add_question(self, text: str, step: str) -> str:
         qid = item_id("oq", text)
@@ -300,6 +486,8 @@ class _State:
             self.constraints[cid] = UserConstraint(id=cid, source_step=step, text=t)
 
     def _add_fact(self, text: str, step: str, via: str) -> None:
+        if C.CHROME_FACT.match(text.strip()):
+            return  # tool banners, package-manager chatter, cost lines: chrome, not facts
         fid = item_id("fa", text)
         if fid not in self.facts:
             self.facts[fid] = Fact(id=fid, source_step=step, text=text, via=shorten(via, 100) if via else "")
@@ -309,7 +497,12 @@ class _State:
         return [sp.text.strip() for sp in spans if sp.family == family and sp.text.strip()]
 
     def _assistant(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
-        self._prose(seg.step_id, prose_of(text), spans, author="assistant")
+        prose = prose_of(text)
+        if prose.strip():
+            self.answered = True
+        if C.FINISHED.search(prose):
+            self.finished = True
+        self._prose(seg.step_id, prose, spans, author="assistant")
 
     def _prose(self, step: str, prose: str, spans: Sequence[Span], *, author: str) -> None:
         sents = sentences(prose)
@@ -380,21 +573,34 @@ class _State:
 
     def _user(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
+        m_cmd = _CHAT_COMMAND.match(text)
+        if m_cmd:
+            if m_cmd.group(1).lower() not in _REQUEST_COMMANDS or not text[m_cmd.end():].strip():
+                return  # a chat-tool command (/add files, /drop, ...), not a request
+            text = text[m_cmd.end():].strip()  # "/ask <question>": the question is the request
         initial = self.user_messages == 0
         self.user_messages += 1
+        self.finished = False
+        self.answered = False
         prose = prose_of(text)
         sents = sentences(prose)
-        # constraints: spans first (verbatim), then cue sentences not already covered
-        span_cons = self._span_sentences(spans, "constraint")
+        # constraints: only from what the user wrote (not the harness's instructions appended to
+        # the task, not the prose of a pasted issue): spans first (verbatim), then cue sentences
+        own, issue = _own_words(text)
+        span_cons = [t for t in self._span_sentences(spans, "constraint") if t in own]
         for t in span_cons:
             self._add_constraint(t, step)
         constraint_sents = []
         cons = CUES["constraint"]
-        for s in sents:
-            if cons.search(s):
+        for s in sentences(prose_of(own)):
+            if cons.search(s) or C.STOP.match(s):
                 constraint_sents.append(s)
                 if not any(s in t or t in s for t in span_cons):
                     self._add_constraint(s, step)
+        # a pasted issue: its author's requirements bound the solution, its analysis does not
+        for s in sentences(prose_of(issue)):
+            if _REQUIREMENT.search(s) and not _ANALYSIS.search(s):
+                self._add_constraint(s, step)
         if initial:
             iid = self._add_intent("initial", _condense_request(text), step)
             self.current_request = iid
@@ -457,8 +663,8 @@ class _State:
             self.intent[new_id] = self.intent.pop(new_id).model_copy(update={"source_step": step})
         else:
             self._add_intent("request", req_text, step)
-        if prev and prev != new_id and C.ADDITIVE.search(lead):
-            pass  # "also do Y": the earlier request stays open beside the new one
+        if prev and prev != new_id and (C.ADDITIVE.search(lead) or _revises(self.intent.get(prev), req_text)):
+            pass  # "also do Y", or the same request asked again more precisely: the earlier one stays open
         elif prev and prev != new_id:
             self._set_intent_status(prev, "done" if finished else "superseded")
             for iid, it in list(self.intent.items()):
@@ -468,6 +674,36 @@ class _State:
         self.current_request = new_id
 
     # ------------------------------------------------------------------ tools
+    def _applied_diff(self, text: str, step: str, tool: str) -> None:
+        """A diff the tool printed (an editor's result, ``git diff``, a submitted patch): the net
+        change of each file it names, recorded when no edit of that file already says what
+        changed (files written by a shell here-document or a script, files the editor created)."""
+        for path, created, deleted, removed, added in _parse_diff(text):
+            p = self._canon(path)
+            described = any(p in c.files and c.tool and c.tool not in _SHELL_TOOLS and "`" in c.description
+                            for c in self.changes.values())
+            if described:
+                continue
+            action = "created" if created else ("deleted" if deleted else "modified")
+            parts = []
+            if removed and not created:
+                parts.append("− " + removed)
+            if added:
+                parts.append("+ " + added)
+            desc = f"{action} {p}" + (f" (diff: `{' '.join(parts)}`)" if parts else "")
+            cid = item_id("ch", desc)
+            if cid not in self.changes:
+                self.changes[cid] = ChangeMade(id=cid, source_step=step, description=desc, files=[p], tool=tool,
+                                               status="applied")
+            if p not in self.files or action != "modified" or "modified" not in self.files[p]["actions"]:
+                self._touch(p, action, step)
+
+    def _final_message(self, message: str, step: str) -> None:
+        """The agent's closing message: what it asks the user to do is an open question."""
+        for s in sentences(prose_of(message)):
+            if C.ASKS_USER.search(s) or s.endswith(("?", "？")):
+                self._add_question(s, step)
+
     def _canon(self, path: str) -> str:
         """One name per file: an absolute path and a relative one that is its unique suffix
         (``/repo/src/a.py`` and ``src/a.py``) are the same file; the first name seen is kept."""
@@ -496,9 +732,26 @@ class _State:
         if raw and not raw.lstrip().startswith("{") and seg.command and raw.strip() != seg.command.strip():
             # a text action (SWE-agent 0.x): the reply holds the model's prose and the command
             self._prose(step, prose_of(text), spans, author="assistant")
+        for qid in self.awaiting:
+            # the agent asked and went on without an answer: a rhetorical or self-answered question
+            q = self.questions.get(qid)
+            if q is not None and q.status == "open":
+                self.questions[qid] = q.model_copy(update={"status": "resolved"})
         self.awaiting = []
         self.acted = True
+        self.answered = True
+        name = (seg.tool_name or "").lower()
+        cmd0 = (seg.command or raw or "").strip()
+        if name in _FINISH_TOOLS or cmd0 in _FINISH_TOOLS or "COMPLETE_TASK_AND_SUBMIT" in cmd0:
+            self.finished = True
+            self._final_message(_finish_message(seg.command or raw), step)
         eff = call_effects(seg.tool_name, raw, seg.command, self.open_file)
+        if seg.command and not eff.ops and eff.kind in ("other", "shell"):
+            _editor_verb_call(eff, seg.tool_name or "", seg.command, raw)
+        if eff.state_change or eff.kind == "shell":
+            msg = _commit_message(seg.command or raw)
+            if msg:
+                eff.action = f"{eff.action} — commit “{msg}”"
         if eff.open_file is not None:
             self.open_file = eff.open_file
         writes: list[tuple[str, str]] = []
@@ -583,23 +836,42 @@ class _State:
     def _result(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
         pc = self._match_call(seg)
+        if (seg.tool_name or "").lower() in _FINISH_TOOLS:
+            self._final_message(text, step)
+            return  # the agent's closing message echoed back: not an observation of the environment
         kind = pc.kind if pc is not None else "other"
-        ev_spans = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES and sp.text.strip()]
+        command = seg.command or (pc.action if pc is not None else "") or ""
+        view = classify(text, command=command, tool=seg.tool_name)
+        key = _command_key(command, kind, pc)
+        # evidence only from lines that are not a file's content, a listing or the tool's framing
+        ev_spans = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES and sp.family != "exit-code"
+                    and sp.text.strip() and not _LABEL_ONLY.match(sp.text.strip()) and _span_is_evidence(sp, view)]
         flagged = seg.is_error is True or (seg.exit_code is not None and seg.exit_code != 0)
         head = text[:4000]
         m_fail = C.EDIT_FAILED.search(head) if kind in ("edit", "read") else None
+        if m_fail is not None and view.shows_code and not _line_is_evidence(head, m_fail.start(), view):
+            m_fail = None  # the failure phrase is a line of the file the editor shows
+        benign = flagged and _benign_exit(command, seg.exit_code, text, view)
+        if benign:
+            flagged = False
         if kind in ("edit", "read"):
             # an editor echoes file contents: error-looking lines in them are not failures
             failed = flagged or m_fail is not None
         else:
             failed = flagged or bool(ev_spans)
+        timed_out = seg.exit_code is not None and seg.exit_code < 0 or bool(_TIMEOUT.search(head))
         if pc is not None:
-            # a compound shell line's exit status belongs to its last command, not to its writes
-            attributable = pc.kind != "shell" or pc.commands <= 1
+            # a compound shell line's exit status belongs to its last command, not to its writes;
+            # a timeout or a harness exception stops all of it
+            attributable = pc.kind != "shell" or pc.commands <= 1 or timed_out
             change_failed = (flagged or m_fail is not None) and attributable
             for cid in pc.change_ids:
                 ch = self.changes.get(cid)
                 if ch is not None:
+                    if change_failed and kind == "edit":
+                        # an edit the tool rejected changed nothing: it is a failed attempt, not a change
+                        del self.changes[cid]
+                        continue
                     status = "failed" if change_failed else "applied"
                     if ch.status != status:
                         self.changes[cid] = ch.model_copy(update={"status": status})
@@ -608,28 +880,58 @@ class _State:
                 if f is not None:
                     f["unfinished"] = change_failed
         if failed:
-            if m_fail is not None:
-                line = head[m_fail.start():].split("\n", 1)[0].strip()
-            elif ev_spans and kind not in ("edit", "read"):
-                best = min(ev_spans, key=lambda sp: (_FAMILY_RANK.get(sp.family, 9), sp.start))
-                line = _first_error_line(best.text)
-            else:
-                line = next((ln.strip() for ln in head.split("\n")
-                             if ln.strip() and not _WRAPPER_RE.match(ln.strip())), "")
+            line = _error_line(head, view, ev_spans, m_fail, kind)
             self.last_error = shorten(line, 400) if len(line) > 400 else line
             self.last_error_step = step
             self.last_result_error = True
-            if kind != "read":
-                self._add_failed_attempt(seg, pc, line, step)
+            for sp in ev_spans:
+                self._evidence(sp, step, key)
+            if not ev_spans and line and kind in ("edit", "read") or (timed_out and line):
+                # an editor's or the harness's own error message is the evidence of this failure;
+                # earlier ones of that kind live on in their failed attempts, not here twice
+                for eid in [e.id for e in self.evidence.values() if e.rule_id == "anchor.tool-error"]:
+                    del self.evidence[eid]
+                self._evidence(Span(rule_id="anchor.tool-error", family="error", segment_id=seg.id, start=0,
+                                    end=len(line), line_start=1, line_end=1, text=line, step_id=step), step, key)
+            if not _expected_failure(command, line):
+                self._add_failed_attempt(seg, pc, line, step, key)
+                self._dedupe_evidence(step)
         else:
             self.last_result_error = False
+            self._resolve(key, step, module=_installed_module(command))
+            if key and kind == "shell":
+                ok = _passing_line(text, view)
+                if ok:
+                    self._verification(ok, step, key)
+        if view.kind == "diff" and not failed:
+            self._applied_diff(text, step, seg.tool_name or "")
+        if "Applied edit to " in text:
+            # a chat tool's edit (aider): the file it reports as edited changed
+            for m in _APPLIED_EDIT.finditer(text[:200_000]):
+                p = self._canon(m.group(1))
+                desc = f"modified {p} (edit applied by the tool)"
+                cid = item_id("ch", desc, step)
+                if cid not in self.changes:
+                    self.changes[cid] = ChangeMade(id=cid, source_step=step, description=desc, files=[p],
+                                                   tool=seg.tool_name or "", status="applied")
+                self._touch(p, "modified", step)
+        if not failed and _PASS_RESOLVES and self.evidence:
+            passing = [e for e in self.evidence.values() if e.family == "verification" and e.source_step == step]
+            if passing:
+                # a passing check after the failures: earlier run errors are superseded by it
+                for eid, e in list(self.evidence.items()):
+                    if e.status == "live" and e.family != "verification" and e.source_step != step \
+                            and e.rule_id != "anchor.tool-error":
+                        self.evidence[eid] = e.model_copy(update={"status": "resolved", "resolved_at": step})
         if kind in ("read", "edit"):
             return  # file contents, not observations
         via = pc.action if pc is not None else (seg.command or "")
-        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans])
+        if view.kind in ("source", "diff", "listing"):
+            return  # a file's content or a directory listing states no facts
+        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans], view=view)
 
     def _facts(self, text: str, spans: Sequence[Span], step: str, via: str, *, prose: bool,
-               skip: Sequence[str] = ()) -> None:
+               skip: Sequence[str] = (), view: View | None = None) -> None:
         """Facts stated by one observation: verbatim lines / sentences (never rephrased).
 
         Lines that are already key evidence are not repeated as facts."""
@@ -707,6 +1009,8 @@ class _State:
             awaiting_answer=list(self.awaiting), recent_assumptions=list(self.recent_assumptions),
             acted=self.acted, plan_steps=list(self.plan_steps),
             user_messages=self.user_messages, current_request=self.current_request,
+            error_keys={k: list(v) for k, v in self.error_keys.items()}, finished=self.finished,
+            answered=self.answered,
         )
         a = Anchor(
             facts_learned=list(self.facts.values()),
@@ -723,7 +1027,37 @@ class _State:
             steps_seen=self.steps_seen,
             cursor=cursor,
         )
+        next_steps = self._next_steps(a)
+        net = _net_changes(a)
+        derived = [n.id for n in next_steps if n.id not in self.next_steps]
+        derived += [c.id for c in net if c.id not in self.changes]
+        collapsed = list(a.changes_made) if [c.id for c in net] != [c.id for c in a.changes_made] else []
+        raw_steps = list(a.next_steps) if [n.id for n in next_steps if n.id in self.next_steps] != \
+            [n.id for n in a.next_steps] else []
+        cur = a.cursor.model_copy(update={"derived_ids": derived, "collapsed_changes": collapsed,
+                                          "raw_next_steps": raw_steps})
+        a = a.model_copy(update={"next_steps": next_steps, "changes_made": net, "cursor": cur})
         return a.model_copy(update={"objective_state": objective_state(a), "next_action_hint": next_action_hint(a)})
+
+    def _next_steps(self, a: Anchor) -> list[NextStep]:
+        """The plan's pending steps (none once the work is finished), then what the state itself
+        asks for: the live failure, a request nobody has answered yet. Never a template."""
+        out = [n for n in a.next_steps if not (self.finished and n.status == "pending")]
+        derived: list[tuple[str, str]] = []
+        live = [e for e in a.key_evidence if e.status == "live" and e.family != "verification"]
+        if self.last_result_error and self.last_error:
+            derived.append((f"resolve the live failure: {self.last_error}", self.last_error_step))
+        elif live and not self.finished:
+            e = live[-1]
+            derived.append((f"resolve the live failure: {_first_error_line(e.text)}", e.source_step))
+        cur = self.intent.get(self.current_request)
+        if not self.answered and cur is not None and cur.status == "active":
+            derived.append((f"answer the pending request: {cur.text}", cur.source_step))
+        for text, step in derived:
+            nid = item_id("ns", text)
+            if all(n.id != nid for n in out):
+                out.append(NextStep(id=nid, source_step=step, text=text))
+        return out
 
     def _intent(self, history: list[IntentItem]) -> Intent:
         initial = next((it.text for it in history if it.kind == "initial"), "")
@@ -751,6 +1085,210 @@ class _State:
         return Intent(initial=initial or self.objective, current=current,
                       newest_request=newest.text if newest else "",
                       newest_request_step=newest.source_step if newest else "", history=history)
+
+
+# ------------------------------------------------------------------ tool results
+
+
+_TIMEOUT = C.regex.compile(r"timed out after [\d.]+ ?(?:seconds|s)\b|\bTimeoutExpired\b|\bCommand timed out\b")
+_HARNESS_EXC = C.regex.compile(r"^<exception>An error occurred while executing the command:")
+_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "which", "pgrep"})
+_COMPARERS = frozenset({"diff", "cmp", "comm", "test", "[", "[[", "git-diff"})
+_SHELL_NOISE = frozenset({"cd", "export", "set", "source", ".", "pushd", "popd", "true", "echo", "sleep"})
+_FILTERS = frozenset({"head", "tail", "sort", "uniq", "wc", "cut", "tr", "tee", "cat", "less", "more", "xargs", "column"})
+_ENV_ERROR = C.regex.compile(r"No module named|ModuleNotFoundError|ImportError|command not found|not installed|"
+                             r"Permission denied|No such file or directory|timed out|SECRET_KEY|ImproperlyConfigured|"
+                             r"Connection refused|Could not resolve|ENOENT|cannot open shared object")
+_REPRO_SCRIPT = C.regex.compile(r"(?i)(?:^|[/_-])(?:repro\w*|reproduce\w*)\.\w+$")
+_ERRORISH = C.regex.compile(r"^(?:- )?E\d{3} |\b[A-Z]\w*(?:Error|Exception)\b:|^error(?:\[\w+\])?:|^fatal:|^FAIL|"
+                            r"No replacement was performed|is required for command|did not appear verbatim|does not exist|"
+                            r"No such file|not found|timed out")
+_LABEL_ONLY = C.regex.compile(r"^(?:ERRORS?|Error|error|WARNING|Warning)\s*:?\s*$")
+_PASSING = C.regex.compile(r"(?i)\b(?:\d+ passed|all (?:\w+ )*(?:tests? )?pass(?:ed)?|tests? passed|ran \d+ tests?|"
+                           r"completed successfully|fix works|^ok$|^ok \(|success(?:ful(?:ly)?)?\b)")
+_INSTALL = C.regex.compile(r"^(?:pip3?|python3? -m pip|conda|mamba|uv pip|poetry|apt(?:-get)?|npm|yarn|pnpm)\b.*\b(?:install|add)\b")
+
+
+def _argvs(command: str) -> list[list[str]]:
+    return [a for a in split_commands(command) if a and a[0].rsplit("/", 1)[-1] not in _SHELL_NOISE
+            and ">" not in a and ">>" not in a]
+
+
+def _command_key(command: str, kind: str, pc: PendingCall | None) -> str:
+    """What counts as "the same command again": an edit of the same file, a run of the same
+    program and script (``python reproduce.py``, ``python -m pytest``)."""
+    if kind in ("edit", "read"):
+        files = pc.files if pc is not None and pc.files else []
+        target = files[0] if files else next(iter(command.split()[1:2]), command.strip()[:120])
+        return f"{kind}:{target}"
+    argvs = _argvs(command)
+    if not argvs:
+        return ""
+    argv = argvs[0]
+    prog = argv[0].rsplit("/", 1)[-1]
+    ops = [a for a in argv[1:] if not a.startswith("-")]
+    if prog.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+        return f"python -m {argv[2]}"
+    if prog.startswith("python") and len(argv) > 2 and argv[1] == "-c":
+        return f"python -c {argv[2][:80]}"
+    return " ".join([prog] + ops[:1])
+
+
+_PASS_RESOLVES = True
+_APPLIED_EDIT = C.regex.compile(r"^Applied edit to (\S+?)\s*$", C.regex.M)
+_SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command", "Bash"})
+_DIFF_FILE = C.regex.compile(r"^\+\+\+ (\S+)|^--- (\S+)")
+_HUNK = C.regex.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+_DIFF_CHARS = 300
+
+
+def _parse_diff(text: str) -> list[tuple[str, bool, bool, str, str]]:
+    """Per file of a unified diff: (path, created, deleted, removed lines, added lines), the
+    lines joined with `` ⏎ `` and bounded."""
+    out: list[tuple[str, bool, bool, str, str]] = []
+    cur: list = []
+
+    def flush() -> None:
+        if cur and cur[0]:
+            # created: from /dev/null, or a first hunk at -0,0 that removes nothing
+            created = cur[1] or (bool(cur[5]) and not cur[3])
+            out.append((cur[0], created, cur[2], _join(cur[3]), _join(cur[4])))
+
+    old_path = ""
+    in_hunk = False
+    for ln in text.split("\n")[:5000]:
+        if ln.startswith("--- ") and not in_hunk or ln.startswith("--- a/") or (ln.startswith("--- /") and not in_hunk):
+            old_path = ln[4:].split("\t", 1)[0].strip()
+            continue
+        if ln.startswith("+++ ") and (not in_hunk or ln.startswith(("+++ b/", "+++ /"))):
+            flush()
+            new_path = ln[4:].split("\t", 1)[0].strip()
+            deleted = new_path == "/dev/null"
+            path = old_path if deleted else new_path
+            if path.startswith(("a/", "b/")):
+                path = path[2:]
+            cur[:] = [path, old_path == "/dev/null", deleted, [], [], None]
+            in_hunk = False
+            continue
+        m = _HUNK.match(ln)
+        if m and cur:
+            in_hunk = True
+            if cur[5] is None:  # the first hunk of a file
+                cur[5] = m.group(1) == "0" and (m.group(2) or "1") == "0"
+            continue
+        if in_hunk and cur:
+            if ln.startswith("+") and ln[1:].strip():
+                cur[4].append(ln[1:].strip())
+            elif ln.startswith("-") and ln[1:].strip():
+                cur[3].append(ln[1:].strip())
+            elif ln.startswith("diff "):
+                in_hunk = False
+    flush()
+    return out
+
+
+def _join(lines: list[str]) -> str:
+    parts: list[str] = []
+    size = 0
+    for ln in dict.fromkeys(lines):
+        if size + len(ln) > _DIFF_CHARS and parts:
+            parts.append("…")
+            break
+        parts.append(ln if len(ln) <= _DIFF_CHARS else ln[: _DIFF_CHARS - 1] + "…")
+        size += len(ln) + 3
+    return " ⏎ ".join(parts)
+
+
+def _line_is_evidence(text: str, pos: int, view: View) -> bool:
+    return view.evidence_ok(text.count("\n", 0, pos))
+
+
+def _span_is_evidence(sp: Span, view: View) -> bool:
+    return any(view.evidence_ok(i) for i in range(sp.line_start - 1, sp.line_end))
+
+
+def _benign_exit(command: str, exit_code: int | None, text: str, view: View) -> bool:
+    """A non-zero exit that is an answer, not a failure: a search that found nothing, a compare
+    that found a difference, a test that was false, a commit with nothing to commit."""
+    if "nothing to commit" in text and "git" in command and "commit" in command:
+        return True
+    if exit_code != 1:
+        return False
+    argvs = [a for a in _argvs(command) if a[0].rsplit("/", 1)[-1] not in _FILTERS]
+    if not argvs:
+        return False
+    last = argvs[-1][0].rsplit("/", 1)[-1]
+    if last == "git" and len(argvs[-1]) > 1 and argvs[-1][1] in ("grep", "diff"):
+        return True
+    return last in _SEARCHERS or last in _COMPARERS
+
+
+def _error_line(head: str, view: View, ev_spans: Sequence[Span], m_fail, kind: str) -> str:
+    """The decisive error line of a failed result, verbatim."""
+    if _HARNESS_EXC.match(head.lstrip()):
+        m = _TIMEOUT.search(head)
+        if m:
+            return m.group(0)
+    if ev_spans and kind not in ("edit", "read"):
+        best = min(ev_spans, key=lambda sp: (_FAMILY_RANK.get(sp.family, 9), sp.start))
+        line = _first_error_line(best.text)
+        if line and not _LABEL_ONLY.match(line):
+            return line
+    lines = head.split("\n")
+    cands = [ln.strip() for i, ln in enumerate(lines) if ln.strip() and view.evidence_ok(i)
+             and not _WRAPPER_RE.match(ln.strip()) and not _LABEL_ONLY.match(ln.strip())]
+    for ln in cands:
+        if _ERRORISH.search(ln):
+            return ln[2:] if ln.startswith("- ") else ln
+    if m_fail is not None:
+        line = head[m_fail.start():].split("\n", 1)[0].strip()
+        if line and not _LABEL_ONLY.match(line):
+            return line
+    return cands[0] if cands else ""
+
+
+def _error_class(error: str) -> str:
+    """The kind of an error line: its text up to the first quoted part or number (so that the
+    same failure with a different argument is the same kind)."""
+    cut = C.regex.split(r"[`'\"\d]", error, maxsplit=1)[0]
+    return cut[:80]
+
+
+def _expected_failure(command: str, error: str) -> bool:
+    """A bug reproduction that fails as intended is not a failed attempt (an environment error
+    while reproducing still is)."""
+    for argv in _argvs(command):
+        prog = argv[0].rsplit("/", 1)[-1]
+        if prog.startswith(("python", "node", "ruby", "bash", "sh", "go", "cargo")):
+            ops = [a for a in argv[1:] if not a.startswith("-")]
+            if ops and _REPRO_SCRIPT.search(ops[0]) and not _ENV_ERROR.search(error):
+                return True
+    return False
+
+
+def _installed_module(command: str) -> str:
+    """The package a successful install command installed (its first one), for resolving
+    "No module named 'x'" errors."""
+    first = command.strip().split("\n", 1)[0]
+    if not _INSTALL.search(first):
+        return ""
+    argv = next(iter(_argvs(first)), [])
+    pkgs = [a for a in argv[2:] if not a.startswith("-") and a not in ("install", "add")]
+    return C.regex.split(r"[<>=\[]", pkgs[0], maxsplit=1)[0] if pkgs else ""
+
+
+def _passing_line(text: str, view: View) -> str:
+    """The line of a successful run that says a check passed, verbatim (the last one)."""
+    found = ""
+    for i, ln in enumerate(text.split("\n")[-400:] if text.count("\n") > 400 else text.split("\n")):
+        s = ln.strip()
+        if s and len(s) <= 200 and _PASSING.search(s) and not s.startswith(("Successfully installed", "WARNING")):
+            found = s
+    if found:
+        idx = text.split("\n").index(next(ln for ln in text.split("\n") if ln.strip() == found))
+        if not view.evidence_ok(idx):
+            return ""
+    return found
 
 
 def _nth(text: str, ch: str, n: int) -> int:
@@ -848,20 +1386,39 @@ def _n(count: int, word: str, plural: str = "") -> str:
 
 
 def next_action_hint(a: Anchor) -> str:
-    """One non-binding suggestion, derived from what the anchor holds (never invented)."""
+    """One non-binding suggestion: the first pending next step, else the last open question;
+    empty when the anchor has neither (never a template restating the task)."""
     pending = [n for n in a.next_steps if n.status == "pending"]
     if pending:
-        return f"Consider: {shorten(pending[0].text, 200)}"
-    unfinished = [f.path for f in a.files_touched if f.unfinished]
-    if unfinished:
-        return f"Consider finishing the change to {unfinished[-1]} (its last edit failed)."
-    if a.cursor.last_result_error and a.cursor.last_error:
-        return f"Consider investigating the latest error: {shorten(a.cursor.last_error, 200)}"
+        return shorten(pending[0].text, 300)
     open_q = [q for q in a.open_questions if q.status == "open"]
     if open_q:
-        return f"Consider resolving the open question: {shorten(open_q[-1].text, 200)}"
-    goal = _goal(a)
-    if goal:
-        return f"Consider continuing with: {shorten(goal, 200)}"
+        return shorten(open_q[-1].text, 300)
     return ""
+
+
+_SCRATCH_DESC = "scratch file {path}: created {first}, deleted {last}"
+
+
+def _net_changes(a: Anchor) -> list[ChangeMade]:
+    """The net effect per file: a scratch file the agent created and deleted again is one line."""
+    scratch = {f.path: f for f in a.files_touched
+               if "created" in f.actions and f.actions[-1] == "deleted"}
+    if not scratch:
+        return list(a.changes_made)
+    out: list[ChangeMade] = []
+    done: set[str] = set()
+    for c in a.changes_made:
+        only = [p for p in c.files if p in scratch]
+        if c.files and len(only) == len(c.files):
+            for p in only:
+                if p not in done:
+                    done.add(p)
+                    f = scratch[p]
+                    desc = _SCRATCH_DESC.format(path=p, first=f.first_step, last=f.last_step)
+                    out.append(ChangeMade(id=item_id("ch", desc), source_step=f.first_step, description=desc,
+                                          files=[p], tool=c.tool, status="applied"))
+            continue
+        out.append(c)
+    return out
 

@@ -49,6 +49,54 @@ CONSTRAINT = regex.compile(
     I,
 )
 
+# a constraint said as a bare imperative about when to stop: "Then stop.", "Please finish the
+# interaction after your finish coding."
+STOP = regex.compile(
+    r"^(?:and |then |please |so )*(?:stop|finish the (?:interaction|conversation|session)|end the (?:interaction|conversation|session))"
+    r"(?:\s+(?:here|there|now|after\b[^.!?]{0,80}|once\b[^.!?]{0,80}|when\b[^.!?]{0,80}))?\s*[.!。！]?$", I)
+
+# a decision states a choice: a choice verb, or an alternative that was not taken
+CHOICE = regex.compile(
+    r"\b(?:decided|decide to|decision|chose|choose|chosen|opted|opt for|settled on|going with|go with|went with|"
+    r"stick(?:ing)? with|prefer(?:red)?|switch(?:ed|ing)? to|in favou?r of|instead of|rather than|over (?:the |a |an )?\w+ (?:because|since|as)|"
+    r"the (?:best|right|simplest|safest|cleanest|correct) (?:approach|option|fix|way|choice|solution))\b"
+    r"|\b(?:I'll|I will|we'll|we will|I'm going to|we're going to)\b[^?!]{0,160}\b(?:because|so that|to avoid|given that)\b"
+    r"|决定|选择了|选定|选用|采用|改用|就用|定为|而不是|倾向于|(?:选|用)[^。；;.]{0,20}(?:因为|由于)|方案[A-Za-z一二三甲乙][^，。]{0,6}(?:更好|更合适|胜出)",
+    I,
+)
+
+# not a decision: an observation or a routine step ("I see that ...", "Let's use find_file to ...")
+OBSERVATION = regex.compile(
+    r"^(?:(?:interesting|good|great|perfect|ok(?:ay)?|now|so|hmm)[!,.]?\s+)*(?:I see|I can see|I notice|we see|we can see|it (?:looks|seems)|"
+    r"it appears|this (?:shows|means|confirms)|the (?:output|test|result|error|code|file)s? (?:shows?|prints?|is|are|has|says)|"
+    r"now the|there (?:is|are)|looks like|seems like)\b", I)
+
+# harness and tool chrome that is never a fact (banners, package-manager chatter, cost lines)
+CHROME_FACT = regex.compile(
+    r"^(?:Aider v\d|Main model:|Weak model:|Editor model:|Git repo:|Repo-map:|Added .+ to the chat|Copied code context|"
+    r"You can skip this check|Use /help|Tokens: [\d.,k]+ sent|Cost: \$|Get:\d+ |Hit:\d+ |Ign:\d+ |Fetched [\d.,]+ [kMG]?B|"
+    r"Reading package lists|Building dependency tree|WARNING: Running pip as the 'root' user|"
+    r"\[notice\] |# packages in environment at|platform \w+ -- Python|cachedir: |rootdir: |configfile: |plugins: |"
+    r"collecting \.\.\.|collected \d+ items?$|Requirement already satisfied|Downloading |Obtaining |Installing build dependencies|"
+    r"Checking if build backend|Getting requirements to build|Preparing (?:editable )?metadata|Using cached)",
+    I,
+)
+
+# the agent saying the work is finished
+FINISHED = regex.compile(
+    r"\b(?:the task is (?:now )?complete|task (?:is )?(?:now )?(?:complete|completed|done|finished)|I have (?:fully )?completed|"
+    r"(?:have|has) been (?:successfully )?(?:completed|implemented|fixed|resolved)|the fix is complete|"
+    r"all (?:tests|checks) pass(?:ed)?|nothing (?:left|more) to do)\b|^done\b|任务(?:已)?完成|已经完成",
+    I,
+)
+
+# a request to the user at the end of the agent's message ("Please verify the path or provide ...")
+ASKS_USER = regex.compile(
+    r"^(?:please|could you|can you|would you|let me know|kindly)\b|\b(?:please (?:verify|provide|confirm|clarify|check|let me know|share))\b"
+    r"|请(?:确认|提供|告诉)",
+    I,
+)
+
 RELAX = regex.compile(
     r"\b(?:you can|you may|it's fine to|it is fine to|it's ok(?:ay)? to|feel free to|go ahead and|allowed to|no longer (?:need|required|a requirement))\b"
     r"|可以(?:用|使用|改|动)|允许|不再(?:要求|需要|限制)",
@@ -210,3 +258,50 @@ CUES = {
         "you can", "you may", "fine to", "ok to", "okay to", "feel free", "go ahead", "allowed to", "no longer",
         "可以", "允许", "不再")),
 }
+
+
+# --------------------------------------------------------------------------- the cues are data
+#
+# The patterns above are the cue rules of ``rules/cue`` (one TOML file per cue, with the examples
+# that must and must not match; tests are generated from them). At import the rules are loaded
+# and replace the patterns, so the rule files are the one place the vocabulary is edited; the
+# literals here only stand in when the rules directory is not available (a stripped install),
+# which the tests make sure never happens silently in a checkout.
+
+_RULE_OF = {
+    "cue.decision": "DECISION", "cue.choice": "CHOICE", "cue.observation": "OBSERVATION",
+    "cue.failed-approach": "DEAD_END", "cue.constraint": "CONSTRAINT", "cue.stop": "STOP", "cue.relax": "RELAX",
+    "cue.reject": "REJECT", "cue.clarify": "CLARIFY", "cue.new-request": "NEW_REQUEST", "cue.additive": "ADDITIVE",
+    "cue.ack": "ACK", "cue.confirm": "CONFIRM", "cue.assumption": "ASSUMPTION", "cue.question": "QUESTION_CUE",
+    "cue.hedge": "HEDGE", "cue.next-step": "NEXT_STEP", "cue.finished": "FINISHED", "cue.asks-user": "ASKS_USER",
+    "cue.chrome-fact": "CHROME_FACT",
+}
+_CUE_KEY = {"DECISION": "decision", "DEAD_END": "dead_end", "CONSTRAINT": "constraint", "QUESTION_CUE": "question",
+            "ASSUMPTION": "assumption", "NEXT_STEP": "next_step", "HEDGE": "hedge", "RELAX": "relax"}
+LOADED_FROM_RULES: list[str] = []
+
+
+def _load_cue_rules() -> None:
+    try:
+        from ..engine import load_rules
+
+        rules = load_rules().stage("cue")
+    except Exception:  # noqa: BLE001 - no rules directory: the literals above stay
+        return
+    g = globals()
+    for r in rules:
+        name = _RULE_OF.get(r.id)
+        if name is None or r.regex_ is None:
+            continue
+        flags = I if "IGNORECASE" in r.regex_.flags else 0
+        if "MULTILINE" in r.regex_.flags:
+            flags |= regex.M
+        pat = regex.compile(r.regex_.pattern, flags)
+        g[name] = pat
+        key = _CUE_KEY.get(name)
+        if key is not None:
+            CUES[key] = Cue(pat, tuple(t.lower() for t in r.prefilter) or CUES[key].triggers)
+        LOADED_FROM_RULES.append(r.id)
+
+
+_load_cue_rules()

@@ -135,6 +135,29 @@ def _excerpt(text: object, n: int = 48) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
+_NEW_LINES_CHARS = 300
+
+
+def _new_lines(old: object, new: object, n: int = _NEW_LINES_CHARS) -> str:
+    """The lines an edit brings in (those of ``new`` that ``old`` does not have), verbatim apart
+    from indentation, joined with `` ⏎ ``; bounded to ``n`` characters (cut at a line)."""
+    if not isinstance(new, str) or not new.strip():
+        return ""
+    before = {ln.strip() for ln in old.split("\n")} if isinstance(old, str) else set()
+    added = [ln.strip() for ln in new.split("\n") if ln.strip() and ln.strip() not in before]
+    if not added:
+        return _excerpt(new, n)
+    out: list[str] = []
+    size = 0
+    for ln in added:
+        if size + len(ln) > n and out:
+            out.append("…")
+            break
+        out.append(ln if len(ln) <= n else ln[: n - 1] + "…")
+        size += len(ln) + 3
+    return " ⏎ ".join(out)
+
+
 def _parse_args(text: str) -> dict | None:
     t = text.lstrip()
     if not t.startswith("{"):
@@ -294,9 +317,9 @@ def _replace_detail(args: dict) -> str:
     if isinstance(args.get("edits"), list):
         return f"{len(args['edits'])} edits"
     if isinstance(args.get("insert_line"), int):
-        return f"insert at line {args['insert_line']}: `{_excerpt(new or args.get('text'))}`"
+        return f"insert at line {args['insert_line']}: `{_new_lines(None, new or args.get('text'))}`"
     if isinstance(old, str) and old or isinstance(new, str) and new:
-        return f"`{_excerpt(old)}` → `{_excerpt(new)}`"
+        return f"`{_excerpt(old, 80)}` → `{_new_lines(old, new)}`"
     if isinstance(args.get("text"), str):
         return f"insert `{_excerpt(args['text'])}`"
     return ""
@@ -322,12 +345,29 @@ def _swe_text(eff: CallEffects, cmd: str, open_file: str) -> None:
         if open_file:
             eff.add(open_file, "modify")
             rng = words[1] if len(words) > 1 else ""
-            eff.detail = f"lines {rng}" if _RANGE.fullmatch(rng) else _excerpt(" ".join(words[1:]))
+            if _RANGE.fullmatch(rng):
+                body = rest.rsplit("end_of_edit", 1)[0] if "end_of_edit" in rest else rest
+                lines = _new_lines(None, body)
+                eff.detail = f"lines {rng}: `{lines}`" if lines else f"lines {rng}"
+            else:
+                args = _quoted_args(head[len(verb):] + ("\n" + rest if rest else ""))
+                if verb == "edit" and len(args) == 2:
+                    eff.detail = f"`{_excerpt(args[0], 80)}` → `{_new_lines(args[0], args[1])}`"
+                else:
+                    eff.detail = f"`{_new_lines(None, args[-1] if args else ' '.join(words[1:]))}`"
             eff.action = f"{verb} {open_file} {rng}".strip()
     elif verb in ("goto", "scroll_up", "scroll_down", "search_file"):
         eff.kind = "read"  # the output is (a window of) the open file
     else:
         eff.kind = "other"
+
+
+def _quoted_args(text: str) -> list[str]:
+    """Shell-style arguments of a text command (quotes honoured); [] when they do not parse."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return []
 
 
 _PATCH_LINE = regex.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", regex.M)
@@ -449,9 +489,27 @@ def shell_effects(cmd: str, eff: CallEffects | None = None) -> CallEffects:
     for words in _simple_commands(_tokens(body)):
         eff.commands += 1
         _simple(words, eff)
+    if "<<" in cmd and "open(" in cmd:
+        _script_writes(cmd, body, eff)
     if eff.kind == "shell" and eff.ops and not eff.state_change and all(op == READ for _, op in eff.ops):
         eff.kind = "read"
     return eff
+
+
+_HEREDOC_SCRIPT = regex.compile(r"cat\s*>\s*(\S+\.py)\s*<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n(.*?)\n\2\s*(?:\n|$)", regex.S)
+_OPEN_WRITE = regex.compile(r"""open\(\s*['"]([^'"\n]{1,200})['"]\s*,\s*['"][wax]b?\+?['"]""")
+
+
+def _script_writes(cmd: str, rest: str, eff: CallEffects) -> None:
+    """A Python script written by a here-document and run in the same command line writes the
+    files it opens for writing (``replace_line.py`` editing ``pvlib/temperature.py``)."""
+    for m in _HEREDOC_SCRIPT.finditer(cmd[:_MAX_CMD]):
+        script, code = m.group(1), m.group(3)
+        name = script.rsplit("/", 1)[-1]
+        if regex.search(r"\bpython[\d.]*\s+(?:\S*/)?" + regex.escape(name) + r"\b", rest):
+            for w in _OPEN_WRITE.finditer(code):
+                if looks_like_file(w.group(1)):
+                    eff.add(w.group(1), "modify")
 
 
 def _simple(words: list[str], eff: CallEffects) -> None:

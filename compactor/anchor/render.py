@@ -1,4 +1,6 @@
-"""Rendering the anchor: seed-000 JSON and Markdown (English, or seed 001's Chinese layout)."""
+"""Renderings of the one anchor model: the canonical JSON (:func:`to_json`), seed 000's memory
+record (:func:`to_seed_json`, exactly its six fields) and Markdown (English, or seed 001's Chinese
+layout). Each rendering shows every item once."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from typing import Any
 
 from ..models import Anchor, Evidence, FileTouch
 
-__all__ = ["SEED_FIELDS", "to_markdown", "to_seed_json", "render_lines"]
+__all__ = ["JSON_SECTIONS", "SEED_FIELDS", "to_json", "to_markdown", "to_seed_json", "render_lines"]
 
 SEED_FIELDS = ("objective_state", "facts_learned", "decisions_made", "open_questions", "dead_ends", "next_action_hint")
 
@@ -21,7 +23,11 @@ _LABELS = {
         "evidence_label": "evidence", "read": "read", "created": "created", "modified": "modified",
         "deleted": "deleted", "stale": "read before a later edit (stale)", "related": "related",
         "unfinished_file": "unfinished (last edit failed)", "sep": ": ", "attempt": "Failed attempt",
-        "times": "times",
+        "times": "times", "overflow": "**Not shown (size bound; by source step)**", "resolved": "resolved at",
+        "sec_key_evidence": "key evidence", "sec_user_constraints": "constraints",
+        "sec_failed_attempts": "failed attempts", "sec_decisions_made": "decisions", "sec_changes_made": "changes",
+        "sec_intent": "requests", "sec_next_steps": "next steps", "sec_open_questions": "open questions",
+        "sec_dead_ends": "excluded approaches", "sec_facts_learned": "facts", "sec_files_touched": "files",
     },
     "zh": {
         "title": "## 当前工作状态", "goal": "**目标**", "done": "**已完成**", "decisions": "**已做决策**",
@@ -32,7 +38,11 @@ _LABELS = {
         "hint": "下一步建议（不具约束力）", "fact": "事实", "evidence_label": "证据", "read": "读取",
         "created": "新建", "modified": "修改", "deleted": "删除", "stale": "读取后又被修改（内容已过期）",
         "related": "相关", "unfinished_file": "未完成（最后一次修改失败）", "sep": "：", "attempt": "失败的尝试",
-        "times": "次",
+        "times": "次", "overflow": "**未显示（超出大小上限；见来源步骤）**", "resolved": "已解决于",
+        "sec_key_evidence": "关键证据", "sec_user_constraints": "用户约束", "sec_failed_attempts": "失败的尝试",
+        "sec_decisions_made": "已做决策", "sec_changes_made": "已完成", "sec_intent": "需求",
+        "sec_next_steps": "下一步", "sec_open_questions": "待确认问题", "sec_dead_ends": "已排除方案",
+        "sec_facts_learned": "事实", "sec_files_touched": "涉及文件",
     },
 }
 
@@ -47,8 +57,9 @@ def _dead_end_text(approach: str, why: str, sep: str = ": ") -> str:
 
 
 def to_seed_json(anchor: Anchor) -> dict[str, Any]:
-    """Seed-000's memory record (exactly its field names) plus compactor's extra sections."""
-    out: dict[str, Any] = {
+    """Seed 000's memory record: exactly its six fields. Dead ends are the excluded approaches;
+    the next-action hint is the first pending next step (non-binding)."""
+    return {
         "objective_state": anchor.objective_state,
         "facts_learned": [{"text": f.text, "source_step": f.source_step} for f in anchor.facts_learned],
         "decisions_made": [{"decision": d.decision, "reason": d.reason}
@@ -57,24 +68,35 @@ def to_seed_json(anchor: Anchor) -> dict[str, Any]:
         "dead_ends": [_dead_end_text(x.approach, x.why) for x in anchor.dead_ends if x.status == "excluded"],
         "next_action_hint": anchor.next_action_hint,
     }
-    extra = anchor.model_dump(mode="json", include={
-        "schema_version", "intent", "changes_made", "next_steps", "key_evidence", "user_constraints",
-        "files_touched", "steps_seen"})
-    out.update({
-        "schema_version": extra["schema_version"],
-        "intent": extra["intent"],
-        "changes_made": extra["changes_made"],
-        "excluded_approaches": [x.model_dump(mode="json") for x in anchor.dead_ends],
-        "failed_attempts": [x.model_dump(mode="json") for x in anchor.failed_attempts],
-        "decisions": [d.model_dump(mode="json") for d in anchor.decisions_made],
-        "facts": [f.model_dump(mode="json") for f in anchor.facts_learned],
-        "questions": [q.model_dump(mode="json") for q in anchor.open_questions],
-        "next_steps": extra["next_steps"],
-        "key_evidence": extra["key_evidence"],
-        "user_constraints": extra["user_constraints"],
-        "files_touched": extra["files_touched"],
-        "steps_seen": extra["steps_seen"],
-    })
+
+
+JSON_SECTIONS = ("intent", "user_constraints", "changes_made", "decisions_made", "excluded_approaches",
+                 "failed_attempts", "key_evidence", "open_questions", "next_steps", "facts_learned", "files_touched",
+                 "overflow")
+
+
+def to_json(anchor: Anchor) -> dict[str, Any]:
+    """The canonical JSON of the anchor: every section once, every item once, with its id, source
+    step and status. Derived text (seed 000's objective state and next-action hint) is not
+    repeated here; :func:`to_seed_json` renders it."""
+    it = anchor.intent
+    intent: dict[str, Any] = {"initial": it.initial}
+    if it.current and it.current != it.initial:
+        intent["current"] = it.current
+    shown = {it.initial, it.current}
+    others = [h.model_dump(mode="json") for h in it.history if h.text not in shown and h.kind != "initial"]
+    if others:
+        intent["history"] = others
+    dump = anchor.model_dump(mode="json", include={"changes_made", "decisions_made", "failed_attempts",
+                                                   "key_evidence", "open_questions", "next_steps", "facts_learned",
+                                                   "user_constraints", "files_touched", "overflow"})
+    out: dict[str, Any] = {"schema_version": anchor.schema_version, "intent": intent}
+    for name in JSON_SECTIONS[1:]:
+        if name == "excluded_approaches":
+            out[name] = [x.model_dump(mode="json") for x in anchor.dead_ends]
+        else:
+            out[name] = dump[name]
+    out["steps_seen"] = anchor.steps_seen
     return out
 
 
@@ -171,6 +193,8 @@ def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]
         line = f"- {L['attempt']} ({where}){L['sep']}{_code(fa.command) or fa.command}"
         if fa.error:
             line += f" → {fa.error}"
+        if fa.status == "resolved":
+            line += f" ({L['resolved']} {fa.resolved_at})"
         excluded.append((fa.id, line))
     section("excluded", L["excluded"], excluded)
 
@@ -187,13 +211,15 @@ def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]
     for f in anchor.files_touched:
         if f.unfinished:
             open_rows.append(("", f"- {L['unfinished']}{L['sep']}{f.path}"))
-    if anchor.next_action_hint:
+    shown_steps = {n.text for n in anchor.next_steps if n.status == "pending"} | \
+        {q.text for q in anchor.open_questions if q.status == "open"}
+    if anchor.next_action_hint and not any(t.startswith(anchor.next_action_hint.rstrip("…")) for t in shown_steps):
         open_rows.append(("", f"- {L['hint']}{L['sep']}{anchor.next_action_hint}"))
     section("open", L["open"], open_rows)
 
     ev_rows: list[tuple[str, str]] = []
     for e in anchor.key_evidence:
-        ev_rows.append((e.id, _evidence_block(f"{_ev_prefix(e)} ", e.text)))
+        ev_rows.append((e.id, _evidence_block(f"{_ev_prefix(e, L)} ", e.text)))
     for fact in anchor.facts_learned:
         ev_rows.append((fact.id, f"- {L['fact']}{_step(fact.source_step)}{L['sep']}{fact.text}"))
     section("evidence", L["evidence"], ev_rows)
@@ -201,11 +227,19 @@ def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]
     section("constraints", L["constraints"], [
         (c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"])
     section("files", L["files"], [(f"file:{f.path}", _file_line(f, L)) for f in anchor.files_touched])
+    if anchor.overflow:
+        rows.append(("overflow", "", f"{L['overflow']}:"))
+        for o in anchor.overflow:
+            steps = ", ".join(o.steps[:12]) + (" …" if len(o.steps) > 12 else "")
+            rows.append(("overflow", "", f"- {L.get('sec_' + o.section, o.section)}{L['sep']}{o.count}"
+                                         + (f" ({steps})" if steps else "")))
     return rows
 
 
-def _ev_prefix(e: Evidence) -> str:
+def _ev_prefix(e: Evidence, L: dict[str, str]) -> str:
     bits = [b for b in (e.source_step, e.family) if b]
+    if e.status == "resolved":
+        bits.append(f"{L['resolved']} {e.resolved_at}".strip())
     return f"({', '.join(bits)})" if bits else ""
 
 

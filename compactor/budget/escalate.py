@@ -113,7 +113,7 @@ def _record(seg_id: str) -> str:
 
 
 class _Escalation:
-    def __init__(self, compactor, state, full: Anchor):
+    def __init__(self, compactor, state, full: Anchor, budget: int | None = None):
         from ..anchor import to_markdown
         from .anchor_fit import fit_budget
 
@@ -132,6 +132,9 @@ class _Escalation:
         self.tok = {s.id: self.counter.count(state.texts[s.id]) for s in state.segments}
         self.order = {s.id: s.index for s in state.segments}
         self.best_over: int | None = None  # smallest total seen that did not fit (for the error)
+        self.budget = budget if budget is not None else self.cfg.budget
+        self.cut: list = []  # ladder items cut to fit (priority order)
+        self.floor: int | None = None
 
     @property
     def units(self) -> list[Unit]:
@@ -281,7 +284,7 @@ class _Escalation:
         st = self.state
         cfg = self.cfg
         forced = cfg.level if isinstance(cfg.level, int) else None
-        budget = cfg.budget
+        budget = self.budget
         l1_total = self.total(set(), None)
 
         if forced in (None, 1) and (budget is None or l1_total <= budget):
@@ -368,7 +371,137 @@ class _Escalation:
             self.no_gain(3, self.best_over or l1_total, l1_total)
             self.finish(set(), None, 1, None, None)
             return
-        raise self.cannot_fit(budget, 3)
+        self.run_ladder(budget)
+
+    # ---------------------------------------------------------------- the priority ladder
+    def written(self, dropped: set[str], summary: str | None) -> int:
+        """Tokens of the output as the model sees it: written in the layout and read back."""
+        from ..formats import Edits
+        from .measure import sent_tokens
+
+        st = self.state
+        replace = {s.id: st.texts[s.id] for s in st.segments
+                   if s.id not in dropped and st.texts[s.id] != s.text}
+        return sent_tokens(st.doc, Edits(replace=replace, drop=set(dropped), summary=summary), self.counter)
+
+    def ladder_plan(self):
+        from .ladder import build_items
+
+        if getattr(self, "_plan", None) is None:
+            by_seg: dict[str, list] = {}
+            for sp in self.protected:
+                by_seg.setdefault(sp.segment_id or "", []).append(sp)
+            self._plan = build_items(self.state.segments, by_seg, self.state.texts, self.full, self.units, self.lang)
+        return self._plan
+
+    def ladder_candidate(self, chosen: list, budget: int) -> tuple[set[str], str]:
+        """(dropped segment ids, summary text) for the chosen ladder items."""
+        from .ladder import marker_line, render
+
+        plan = self.ladder_plan()
+        keep = set(plan.request_ids)
+        for it in chosen:
+            keep.update(it.unit_ids)
+        dropped = {s.id for s in self.state.segments if s.id not in keep}
+        kept_text = "\n".join(normalize(self.state.texts[s.id]) for s in self.state.segments if s.id in keep)
+        lines = [it for it in chosen if not it.unit_ids
+                 and not (_bare(it.text) and _bare(it.text) in kept_text)]
+        segs = [s for s in self.state.segments if s.id in dropped]
+        ref = self.marker(dropped, 3)[1] if dropped else ""
+        rng = ""
+        if segs:
+            lo, hi = segs[0].step_id, segs[-1].step_id
+            rng = lo if lo == hi else f"{lo}–{hi}"
+        text = render(lines, marker_line(self.lang, len(segs), rng, budget, ref))
+        return dropped, text
+
+    def ladder_floor(self, budget: int) -> int:
+        plan = self.ladder_plan()
+        floor_items = [it for it in plan.items if it.floor]
+        dropped, text = self.ladder_candidate(floor_items, budget)
+        return self.written(dropped, text)
+
+    def run_ladder(self, budget: int) -> None:
+        """Fit by priority (see :mod:`compactor.budget.ladder`): the floor first, then every item
+        in ladder order while it fits; the output is measured as written. Raises BudgetError
+        only below the floor."""
+        plan = self.ladder_plan()
+        floor_items = [it for it in plan.items if it.floor]
+        floor = self.ladder_floor(budget)
+        self.floor = floor
+        if floor > budget:
+            raise BudgetError(self.floor_message(budget, floor), floor=floor)
+        mirrors = self.state.doc.state.mirrors
+        room = budget - floor
+        chosen = list(floor_items)
+        extra: list = []
+        sections = {it.section for it in floor_items}
+        turns_open = True
+        for it in plan.items:
+            if it.floor:
+                continue
+            if it.unit_ids:
+                if it.label == "turn" and not turns_open:
+                    continue
+                cost = sum(self.tok[sid] * (1 + len(mirrors.get(sid, ()))) + 4 for sid in it.unit_ids)
+            else:
+                cost = self.counter.count(it.text) + 1
+                if it.section not in sections:
+                    cost += self.counter.count(it.section) + 2
+            if cost <= room:
+                room -= cost
+                extra.append(it)
+                if not it.unit_ids:
+                    sections.add(it.section)
+            elif it.label == "turn":
+                turns_open = False  # kept turns stay a contiguous tail
+        # exact: the longest prefix of the greedy choice (priority order) that fits as written
+        lo, hi, best = 0, len(extra), 0
+        sizes: dict[int, int] = {}
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            d, text = self.ladder_candidate(chosen + extra[:mid], budget)
+            n = sizes[mid] = self.written(d, text)
+            if n <= budget:
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        chosen = chosen + extra[:best]
+        dropped, text = self.ladder_candidate(chosen, budget)
+        ids = {id(it) for it in chosen}
+        self.cut = [it for it in plan.items if id(it) not in ids]
+        kept = {s.id: self.state.texts[s.id] for s in self.state.segments if s.id not in dropped}
+        res = run_selfcheck(self.state.segments, self.spans, self.full, kept, text, folded=True,
+                            protected=self.protected)
+        for it in chosen:
+            for ref, original in it.originals.items():
+                self.save(ref, original)
+        self.state.stages.append(f"ladder:{len(chosen)}/{len(plan.items)}:{self.written(dropped, text)}")
+        self.finish(dropped, (text, self.full, res, []), 3, None, None)
+
+    def save(self, ref: str, original: str) -> None:
+        try:
+            got = self.comp.store.put(original.encode("utf-8", errors="surrogatepass"))
+            assert got == ref
+        except Exception as exc:  # noqa: BLE001 - best effort; the fold reference holds it too
+            self.state.diagnostics.append(Diagnostic(code="store-failed", severity=Severity.warning,
+                                                     message=f"could not save {ref}: {exc}"))
+
+    def floor_message(self, budget: int, floor: int) -> str:
+        plan = self.ladder_plan()
+        parts = []
+        if plan.request_ids:
+            n = sum(self.tok.get(sid, 0) for sid in plan.request_ids)
+            parts.append(f"the newest user request {n}")
+        nc = sum(self.counter.count(it.text) for it in plan.items if it.floor and it.priority == 1)
+        if nc:
+            parts.append(f"user constraints {nc}")
+        live = [it for it in plan.items if it.floor and it.priority == 2]
+        if live:
+            parts.append(f"the live error's header line {self.counter.count(live[0].text)}")
+        what = ", ".join(parts) or "the reference marker"
+        return (f"budget of {budget} tokens cannot be met: it is below the floor of {floor} tokens ({what} tokens, plus the "
+                f"reference marker, as written in the layout); raise the budget to at least {floor}")
 
     def finish(self, dropped: set[str], cand, level: int, before: int | None = None, after: int | None = None) -> None:
         """Apply a candidate (or, with ``cand`` None, Level 1 only) to the state. ``before`` /
@@ -430,7 +563,7 @@ class _Escalation:
                     f"{best} without it); kept the smaller output"))
 
     def _budget_after_backfill(self, dropped: set[str]) -> None:
-        budget = self.cfg.budget
+        budget = self.budget
         if budget is None:
             return
         total = self.total(dropped, self.state.summary)
@@ -438,6 +571,10 @@ class _Escalation:
             self.state.diagnostics.append(Diagnostic(
                 code="budget-exceeded-by-backfill", severity=Severity.warning,
                 message=f"the self-check put back missing evidence; the output is {total} tokens (budget {budget})"))
+
+
+def _bare(line: str) -> str:
+    return normalize(line.removeprefix("- ")).strip()
 
 
 def _seg_key(seg, spans) -> tuple:
@@ -476,17 +613,74 @@ def full_anchor(compactor, state) -> Anchor:
     return anchor
 
 
-def escalate(compactor, state) -> None:
-    """Level 2 and Level 3 on a pipeline state after Level 1 (see the module docstring)."""
+_SNAPSHOT = ("dropped", "summary", "level", "anchor", "self_check", "exit_signal", "recommend_new_session", "handoff")
+
+
+def _snapshot(compactor, state) -> tuple:
+    return ({k: getattr(state, k) for k in _SNAPSHOT}, set(state.dropped), len(state.diagnostics),
+            len(state.placeholders), len(state.stages), getattr(compactor, "level3_count", 0))
+
+
+def _restore(compactor, state, snap) -> None:
+    fields, dropped, nd, np_, ns, l3 = snap
+    for k, v in fields.items():
+        setattr(state, k, v)
+    state.dropped = set(dropped)
+    del state.diagnostics[nd:]
+    del state.placeholders[np_:]
+    del state.stages[ns:]
+    compactor.level3_count = l3
+
+
+def fit(compactor, state, target: int) -> None:
+    """Fit a pipeline state (after Level 1) into ``target`` tokens as written. The entry point
+    for callers that keep a margin (hysteresis): call it with a target well under the budget
+    when the conversation went over, so the next turns do not compact again at once."""
+    escalate(compactor, state, target=target)
+
+
+def escalate(compactor, state, *, target: int | None = None) -> None:
+    """Level 2 and Level 3 on a pipeline state after Level 1 (see the module docstring).
+
+    With a budget the result is measured as written (every text of the layout, read back) and
+    must fit: when the folded candidate is over (mirror copies, layout overhead), the priority
+    ladder fits it exactly. ``target`` overrides ``config.budget``."""
     cfg = state.config
     if cfg.level == 0:
         return
+    budget = target if target is not None else cfg.budget
     dropped, summary, level = set(state.dropped), state.summary, state.level
     try:
         full = full_anchor(compactor, state)
         state.anchor = full
         state.stages.append("anchor")
-        _Escalation(compactor, state, full).run()
+        if budget is None:
+            _Escalation(compactor, state, full).run()
+            return
+        snap = _snapshot(compactor, state)
+        esc = _Escalation(compactor, state, full, budget)
+        try:
+            esc.run()
+            sent = esc.written(state.dropped, state.summary)
+        except BudgetError as exc:
+            esc.last_error = exc
+            sent = None
+        if (sent is None or sent > budget) and cfg.level in (1, 2):
+            if sent is None:
+                raise esc.last_error
+            raise BudgetError(f"budget of {budget} tokens cannot be met at level {cfg.level} (the highest level "
+                              f"allowed): the output is {sent} tokens as written; allow level 3 or auto")
+        if sent is None or sent > budget:
+            _restore(compactor, state, snap)
+            if sent is not None:
+                state.diagnostics.append(Diagnostic(
+                    code="budget-refit", severity=Severity.info,
+                    message=f"the folded output is {sent} tokens as written (budget {budget}: mirror copies and "
+                            f"layout text count); fitted by priority instead"))
+            esc = _Escalation(compactor, state, full, budget)
+            esc.run_ladder(budget)
+            sent = esc.written(state.dropped, state.summary)
+        _report_budget(state, esc, budget, sent)
     except CompactorError:
         raise
     except Exception as exc:  # noqa: BLE001 - fail toward preservation: keep the Level 1 result
@@ -497,9 +691,33 @@ def escalate(compactor, state) -> None:
             code="escalation-failed", severity=Severity.warning,
             message=f"levels 2-3 failed ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
                     f"the Level 1 result is kept; please report it"))
-        if cfg.budget is not None:
+        if budget is not None:
             total = sum(compactor.counter.count(state.texts[s.id]) for s in state.segments)
-            if total > cfg.budget:
-                raise BudgetError(f"budget of {cfg.budget} tokens cannot be met: levels 2-3 failed "
+            if total > budget:
+                raise BudgetError(f"budget of {budget} tokens cannot be met: levels 2-3 failed "
                                   f"({type(exc).__name__}); the Level 1 output is {total} tokens") from exc
 
+
+def _report_budget(state, esc: _Escalation, budget: int, sent: int) -> None:
+    """What the report says about the budget: the floor, the tokens as sent, what was cut."""
+    from .ladder import PRIORITIES
+
+    info = {"tokens_sent": sent}
+    try:
+        info["floor"] = esc.floor if esc.floor is not None else esc.ladder_floor(budget)
+    except Exception:  # noqa: BLE001 - the floor is informative here; the output already fits
+        info["floor"] = None
+    cut = [{"priority": it.priority, "what": it.label, "step": it.step_id, "ref": it.ref,
+            "text": (it.text[:200] if it.text else f"{len(it.unit_ids)} segments ({it.step_id})" if it.unit_ids else "")}
+           for it in esc.cut]
+    info["cut"] = cut
+    state.budget_info = info
+    if cut:
+        counts: dict[int, int] = {}
+        for c in cut:
+            counts[c["priority"]] = counts.get(c["priority"], 0) + 1
+        what = "; ".join(f"priority {p} ({PRIORITIES[p]}): {n}" for p, n in sorted(counts.items()))
+        state.diagnostics.append(Diagnostic(
+            code="budget-cut", severity=Severity.info,
+            message=f"to fit {budget} tokens (floor {info['floor']}), cut by priority — {what}; every cut item "
+                    f"expands back from the references in the summary"))

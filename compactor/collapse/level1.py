@@ -33,7 +33,7 @@ from ..engine.classify import Classification, Classifier
 from ..engine.matchers import TextView
 from ..models import Diagnostic, Placeholder, Span
 from ..normalize import normalize
-from ..syntax import ELIDED_TRACE_LINE, PLACEHOLDER_LINE, PLACEHOLDER_RE, elided_trace_summary, placeholder_line
+from ..syntax import ELIDED_TRACE_LINE, PLACEHOLDER_LINE, elided_trace_summary, placeholder_line
 from ..tokens import get_counter
 from .fold import find_runs
 from .store import Store
@@ -137,16 +137,19 @@ class Level1:
     # ------------------------------------------------------------------ main entry
     def collapse(self, text: str, *, role: str = "tool", segment_id: str | None = None,
                  step_id: str | None = None, command: str | None = None, exit_code: int | None = None,
-                 collapse: bool = True) -> SegmentOutcome:
+                 collapse: bool = True, prose: bool = False) -> SegmentOutcome:
+        """``prose``: the input is plain text; paragraphs that read as human or assistant prose
+        are kept (see :mod:`compactor.collapse.prose`)."""
         norm, view, det = self.detect(text, role=role, segment_id=segment_id, step_id=step_id)
         return self.collapse_detected(text, norm, det, lines=view.lines, role=role, segment_id=segment_id,
-                                      command=command, exit_code=exit_code, collapse=collapse)
+                                      command=command, exit_code=exit_code, collapse=collapse, prose=prose)
 
     def collapse_detected(self, text: str, norm: str, det, *, lines: list[str] | None = None, role: str = "tool",
                           segment_id: str | None = None, command: str | None = None,
-                          exit_code: int | None = None, collapse: bool = True) -> SegmentOutcome:
+                          exit_code: int | None = None, collapse: bool = True, prose: bool = False) -> SegmentOutcome:
         """Level 1 of a text whose detection (``det`` on its normalised text ``norm``) is already
-        known: the pipeline detects once and reuses the result when the collapse decision changes."""
+        known: the pipeline detects once and reuses the result when the collapse decision changes.
+        ``prose``: as in :meth:`collapse`."""
         spans = list(det.spans)
         out = SegmentOutcome(text, False, spans, [], list(det.diagnostics))
         if not collapse:
@@ -162,6 +165,10 @@ class Level1:
         cfg = self.config
         protected = det.protected_lines(context=cfg.context_lines, nlines=n)
         protected |= _already_compacted(lines)
+        if prose:
+            from .prose import prose_lines
+
+            protected |= prose_lines(lines)
         placeholders: list[Placeholder] = []
 
         # 1. long traces: elide the middle, keep what matters

@@ -3,7 +3,8 @@
 A rule is one TOML file; its id is the file stem (``trace.python.toml`` → ``trace.python``).
 The ``kind`` names the engine that runs it (``regex``, ``line-block``, ``literal``); the
 ``stage`` says what it is for: ``protect`` (keep verbatim), ``classify`` (label and summarise
-benign tool output for Level 1) or ``secret`` (redact).
+benign tool output for Level 1), ``secret`` (redact) or ``cue`` (the anchor's vocabulary for
+stated decisions, failed approaches, constraints, plans: ``rules/cue``).
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ class ClassifySpec(_Strict):
 
 class Rule(_Strict):
     id: str = Field(pattern=RULE_ID)
-    stage: Literal["protect", "classify", "secret"] = "protect"
+    stage: Literal["protect", "classify", "secret", "cue"] = "protect"
     kind: Literal["regex", "line-block", "literal", "classify"]
     family: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     description: str = Field(min_length=10)

@@ -24,8 +24,10 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     openai_chat,
     anthropic,
     claude_code,
+    claude_md,
     gemini,
     codex,
+    codex_tui,
     aider,
     text,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import Role, Segment, SegmentKind
+from ..models import Diagnostic, Role, Segment, SegmentKind, Severity
 from .registry import register
 from .base import Document, Edits, Format, Probe
 
@@ -32,7 +32,14 @@ class TextFormat(Format):
             text=probe.raw.text,
             origin=(),
         )
-        return Document(self.name, probe.raw.text, [seg], probe.raw.source)
+        doc = Document(self.name, probe.raw.text, [seg], probe.raw.source)
+        if probe.is_json or probe.jsonl is not None:
+            kind = "JSON" if probe.is_json else "JSONL"
+            doc.diagnostics.append(Diagnostic(
+                code="json-read-as-text", severity=Severity.warning,
+                message=f"{probe.raw.source}: valid {kind} that matches no known layout; read as plain text "
+                        f"(pass --format NAME to force a layout)"))
+        return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         text = doc.data

@@ -16,15 +16,17 @@ read back with ``convert_to_messages``. Install with ``pip install 'compactor[la
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from compactor import BudgetError, Compactor, to_markdown
+from compactor import BudgetError, Compactor, CompactorError, to_markdown
 
 try:
     from langchain.agents.middleware import AgentMiddleware
     from langchain.agents.middleware.types import ModelRequest, ModelResponse
-    from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+    from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
     from langchain_core.messages.utils import convert_to_messages, convert_to_openai_messages
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the LangChain integration needs langchain 1.x: pip install 'compactor[langchain]'") from exc
@@ -48,8 +50,18 @@ def _compactor(compactor: Compactor | None, **options) -> Compactor:
     return compactor if compactor is not None else Compactor(**options)
 
 
+_HISTORY = re.compile(r"\[compactor: anchor of (\d+) earlier messages · ref (c-[0-9a-f]{16})\]")
+
+
 class AnchorSummarizer:
     """A ``summarizer`` for ``SummarizationMiddleware``: the anchor, rendered as Markdown.
+
+    The messages it replaces are kept in the compactor's store, and the summary ends with their
+    reference (``[compactor: anchor of N earlier messages · ref c-…]``). When a later
+    summarization meets that summary again, the stored messages take its place, so the new
+    anchor is built over the whole conversation (the goal, constraints and dead ends of the
+    first turns survive any number of summarizations). If the reference cannot be expanded
+    (another store, evicted), the summary message is summarised like any other message.
 
     Pass ``trim_tokens_to_summarize=None`` to the middleware so compactor sees every message
     it replaces (the anchor is built without a model, so length is no concern).
@@ -59,13 +71,30 @@ class AnchorSummarizer:
         self.compactor = _compactor(compactor)
         self.lang = lang
 
+    def _history(self, messages: list[AnyMessage]) -> list[dict[str, Any]]:
+        chat: list[dict[str, Any]] = []
+        for m in messages:
+            hit = _HISTORY.search(m.content) if isinstance(m, HumanMessage) and isinstance(m.content, str) else None
+            if hit is not None:
+                try:
+                    earlier = json.loads(self.compactor.expand(hit.group(2)))
+                except (CompactorError, ValueError):
+                    earlier = None
+                if isinstance(earlier, list) and len(earlier) == int(hit.group(1)):
+                    chat.extend(earlier)
+                    continue
+            chat.extend(to_openai([m]))
+        return chat
+
     def __call__(self, messages: list[AnyMessage]) -> str:
         if not messages:
             return "No previous conversation history."
-        result = self.compactor.compact(to_openai(messages), format="openai-chat", level=1, lang=self.lang)
+        chat = self._history(messages)
+        result = self.compactor.compact(chat, format="openai-chat", level=1, lang=self.lang)
         if result.anchor is None:  # pragma: no cover - Level 1 always builds the anchor
             raise RuntimeError("compactor built no anchor")
-        return to_markdown(result.anchor, lang=self.lang).strip()
+        ref = self.compactor.store.put(json.dumps(chat, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        return to_markdown(result.anchor, lang=self.lang).strip() + f"\n\n[compactor: anchor of {len(chat)} earlier messages · ref {ref}]"
 
 
 class Level1Edit:

@@ -37,6 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["INSTRUCTIONS", "build_server", "run_stdio"]
 
+PAGE_CHARS = 60_000  # an expansion longer than this comes in pages (offset=...)
 LARGE_RESULT_TOKENS = 20_000  # MCP clients cut long tool results (Claude Code: 25,000 tokens by default)
 
 INSTRUCTIONS = (
@@ -94,17 +95,34 @@ class _Tools:
             raise ToolError("input nested too deeply to process") from None
 
     # ------------------------------------------------------------------ tools
-    def expand_placeholder(self, placeholder_id: str) -> str:
+    def expand_placeholder(self, placeholder_id: str, offset: int = 0, max_chars: int = PAGE_CHARS) -> str:
         ref = placeholder_id.strip()
         if ref.startswith("ref "):
             ref = ref[4:].strip()
+        if offset < 0 or max_chars < 1:
+            raise ToolError("offset must be >= 0 and max_chars >= 1")
         with self.errors():
-            return self.comp.expand(ref)
+            text = self.comp.expand(ref)
+        if offset == 0 and len(text) <= max_chars:
+            return text
+        if offset >= len(text) and text:
+            raise ToolError(f"offset {offset} is past the end of {ref} ({len(text)} characters)")
+        end = min(len(text), offset + max_chars)
+        page = text[offset:end]
+        if end < len(text):
+            page += (f"\n[compactor: characters {offset}-{end} of {len(text)}; "
+                     f"call expand_placeholder again with offset={end} for the rest]")
+        return page
 
     def trim_log_file(self, path: str, context: int = 2) -> str:
         src = self.path(path)
         if not 0 <= context <= 20:
             raise ToolError("context: lines kept around each protected line, 0 to 20")
+        with open(src, "rb") as fh:  # as 'compactor trim' does: a binary file is not a log
+            head = fh.read(8192)
+        nul = head.find(b"\x00")
+        if nul != -1 and head.count(b"\x00") > len(head) // 20:
+            raise ToolError(f"{path}:byte {nul}: binary data (NUL byte at offset {nul}); trim reads text logs")
         # Folded regions go to the server's store, so expand_placeholder can return them.
         with self.errors():
             result = compactor.trim(Path(src), context=context, receipt=True, rules=self.rules,
@@ -183,9 +201,10 @@ def build_server(*, store: str | None = None, rules: tuple[str, ...] | list[str]
 
     @server.tool(name="expand_placeholder", structured_output=False,
                  description="The exact original text behind a compactor placeholder id such as "
-                             "'c-3f9a0c17d2b4e881' (shown as '· ref c-…' in compacted output).")
-    def expand_placeholder(placeholder_id: str) -> str:
-        return tools.expand_placeholder(placeholder_id)
+                             "'c-3f9a0c17d2b4e881' (shown as '· ref c-…' in compacted output). Long originals "
+                             f"come in pages of max_chars (default {PAGE_CHARS}); a last line says the next offset.")
+    def expand_placeholder(placeholder_id: str, offset: int = 0, max_chars: int = PAGE_CHARS) -> str:
+        return tools.expand_placeholder(placeholder_id, offset, max_chars)
 
     @server.tool(name="trim_log_file", structured_output=False,
                  description="Trim a CI/build/test log file: failures, stack traces, error lines and exit codes "

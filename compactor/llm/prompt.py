@@ -142,12 +142,15 @@ def anchor_seed_json(anchor: Anchor) -> dict[str, Any]:
     """The anchor as seed-000 JSON plus the protected sections. Uses ``compactor.anchor``'s
     ``to_seed_json`` when that module provides it."""
     try:
-        from ..anchor import to_seed_json  # type: ignore[attr-defined]
+        from ..anchor import to_json, to_seed_json  # type: ignore[attr-defined]
     except ImportError:
-        to_seed_json = None
-    if to_seed_json is not None:
+        to_seed_json = to_json = None
+    if to_seed_json is not None and to_json is not None:
         try:
-            return dict(to_seed_json(anchor))
+            seed = to_seed_json(anchor)
+            full = to_json(anchor)
+            full.pop("excluded_approaches", None)  # seed 000's dead_ends are the excluded approaches
+            return {**seed, **full}
         except Exception:
             pass
     out: dict[str, Any] = {

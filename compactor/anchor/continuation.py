@@ -1,0 +1,138 @@
+"""The continuation check: ask the anchor the questions a fresh agent needs answered, and
+back-fill from the trajectory what it cannot answer.
+
+The questions (:data:`QUESTIONS`): what is the task? which files changed? what failed? what is
+the live error? what must not be done (constraints)? what is next? Each is answered from the
+anchor's own sections; when the trajectory holds an answer that the anchor lacks, the item is
+added (verbatim, with its source step) and the report names it. A question the trajectory does
+not answer either (nothing failed, the work is finished) is not a gap.
+
+Pure: no I/O, no state; the self-check calls it with the anchor and the segments it was built
+from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..models import Anchor, ChangeMade, Evidence, IntentItem, NextStep, Role, Segment, SegmentKind, UserConstraint
+from . import cues as C
+from ._text import item_id, prose_of, sentences, shorten
+from .build import _benign_exit, _condense_request, _error_line, _own_words
+from ..codeview import classify
+
+__all__ = ["QUESTIONS", "continuation_check"]
+
+QUESTIONS = ("task", "files_changed", "what_failed", "live_error", "constraints", "next_step")
+
+
+def _user_messages(segments: Sequence[Segment]) -> list[Segment]:
+    return [s for s in segments if s.role == Role.user and s.kind == SegmentKind.message and not s.meta
+            and s.text.strip() and not s.text.lstrip().startswith("/")]
+
+
+def _results(segments: Sequence[Segment]) -> list[Segment]:
+    return [s for s in segments if s.kind == SegmentKind.tool_result and not s.meta]
+
+
+def _failed(seg: Segment) -> bool:
+    flagged = seg.is_error is True or (seg.exit_code is not None and seg.exit_code != 0)
+    if not flagged:
+        return False
+    view = classify(seg.text, command=seg.command, tool=seg.tool_name)
+    return not _benign_exit(seg.command or "", seg.exit_code, seg.text, view)
+
+
+def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anchor, list[str]]:
+    """(the anchor with back-filled answers, what was back-filled as ``question:id:step``)."""
+    filled: list[str] = []
+    upd: dict = {}
+
+    # task?
+    users = _user_messages(segments)
+    if not (anchor.intent.current or anchor.intent.initial) and users:
+        first = users[0]
+        text = _condense_request(first.text)
+        iid = item_id("in", "initial", text)
+        hist = [*anchor.intent.history, IntentItem(id=iid, source_step=first.step_id, kind="initial", text=text)]
+        upd["intent"] = anchor.intent.model_copy(update={"initial": text, "current": text, "history": hist})
+        filled.append(f"task:{iid}:{first.step_id}")
+
+    # which files changed?
+    changed = {p for c in anchor.changes_made if c.status != "failed" for p in c.files}
+    changes = list(anchor.changes_made)
+    for f in anchor.files_touched:
+        acts = [a for a in f.actions if a != "read"]
+        if acts and f.path not in changed:
+            desc = f"{acts[-1]} {f.path}"
+            cid = item_id("ch", desc)
+            changes.append(ChangeMade(id=cid, source_step=f.last_step, description=desc, files=[f.path]))
+            filled.append(f"files_changed:{cid}:{f.last_step}")
+    if len(changes) != len(anchor.changes_made):
+        upd["changes_made"] = changes
+
+    # what failed? / the live error?
+    results = _results(segments)
+    tried = {fa.command.split("\n", 1)[0].strip() for fa in anchor.failed_attempts}
+    evidence = list(anchor.key_evidence)
+    failed_any = [r for r in results if _failed(r)]
+    if failed_any and not anchor.failed_attempts and not any(
+            d.status == "excluded" for d in anchor.dead_ends):
+        r = failed_any[-1]
+        line = _error_line(r.text[:4000], classify(r.text, command=r.command, tool=r.tool_name), [], None, "other")
+        cmd = (r.command or "").split("\n", 1)[0].strip()
+        if line and cmd not in tried:
+            eid = item_id("ev", line, exact=True)
+            if all(e.id != eid for e in evidence):
+                evidence.append(Evidence(id=eid, source_step=r.step_id, text=line, rule_id="anchor.backfill",
+                                         family="error"))
+                filled.append(f"what_failed:{eid}:{r.step_id}")
+    if results and _failed(results[-1]):
+        live = [e for e in evidence if e.status == "live" and e.family != "verification"]
+        if not live:
+            r = results[-1]
+            line = _error_line(r.text[:4000], classify(r.text, command=r.command, tool=r.tool_name), [], None, "other")
+            if line:
+                eid = item_id("ev", line, exact=True)
+                evidence = [e for e in evidence if e.id != eid]
+                evidence.append(Evidence(id=eid, source_step=r.step_id, text=line, rule_id="anchor.backfill",
+                                         family="error"))
+                filled.append(f"live_error:{eid}:{r.step_id}")
+    if len(evidence) != len(anchor.key_evidence) or any(a is not b for a, b in zip(evidence, anchor.key_evidence)):
+        upd["key_evidence"] = evidence
+
+    # constraints?
+    if not [c for c in anchor.user_constraints if c.status == "active"]:
+        cons = []
+        for u in users:
+            own, _ = _own_words(u.text)
+            for s in sentences(prose_of(own)):
+                if C.CONSTRAINT.search(s) or C.STOP.match(s):
+                    if s in u.text:
+                        cid = item_id("uc", s, exact=True)
+                        cons.append(UserConstraint(id=cid, source_step=u.step_id, text=s))
+                        filled.append(f"constraints:{cid}:{u.step_id}")
+        if cons:
+            upd["user_constraints"] = [*anchor.user_constraints, *cons]
+
+    # what is next?
+    pending = [n for n in anchor.next_steps if n.status == "pending"]
+    open_q = [q for q in anchor.open_questions if q.status == "open"]
+    if not pending and not open_q and not anchor.cursor.finished:
+        live = [e for e in upd.get("key_evidence", anchor.key_evidence) if e.status == "live"
+                and e.family != "verification"]
+        text, step = "", ""
+        if live:
+            text, step = f"resolve the live failure: {shorten(live[-1].text.split(chr(10))[-1], 300)}", live[-1].source_step
+        else:
+            last = [s for s in segments if s.role == Role.assistant and s.kind == SegmentKind.message and s.text.strip()]
+            if last and users and last[-1].index > users[-1].index:
+                sents = sentences(prose_of(last[-1].text))
+                plan = [s for s in sents if C.NEXT_STEP.search(s)]
+                if plan:
+                    text, step = plan[-1], last[-1].step_id
+        if text:
+            nid = item_id("ns", text)
+            upd["next_steps"] = [*anchor.next_steps, NextStep(id=nid, source_step=step, text=text)]
+            filled.append(f"next_step:{nid}:{step}")
+    return (anchor.model_copy(update=upd) if upd else anchor), filled

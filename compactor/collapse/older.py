@@ -1,0 +1,215 @@
+"""Level 1, older than the recent window: lossless by reference, as short as observation masking.
+
+After the per-output collapse, three passes over everything older than the recent window (the
+last ``config.keep_recent`` tool outputs and the calls of those steps stay exactly as they are):
+
+1. **same as** — a tool output identical to an earlier one becomes
+   ``[same as s7 · ref c-…]``; a benign output identical *up to numbers and ids* becomes
+   ``[same as s7 up to numbers · ref c-…]``. An output with errors is only folded into an
+   exactly identical one (its numbers are evidence);
+2. **older error outputs** keep their protected evidence (error lines, traces with their frames,
+   exit codes, test failures), the output's first line, and one line per gap
+   ``[… 37 lines · ref c-…]``;
+3. **large call arguments** (heredoc file writes, editor ``create`` / ``str_replace`` payloads,
+   long scripts) keep their command line, path and every short argument; each long body becomes
+   ``[… 42 lines · ref c-…]``. Calls whose result failed stay verbatim: what was tried is the
+   anti-repeat evidence.
+
+Every reference expands to the complete original text of the output or call. A replacement is
+used only when it is shorter than what Level 1 already produced. Tool outputs only: user and
+assistant prose is never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import regex
+
+from ..models import Placeholder, SegmentKind
+from ..normalize import normalize
+
+__all__ = ["harden", "evidence_spans", "EVIDENCE_FAMILIES"]
+
+EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
+_SHAPE = regex.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
+_MIN_DUP_CHARS = 120  # shorter outputs cost less than the marker
+_BODY_LINES = 6  # argument strings with at least this many lines (or _BODY_CHARS) go by reference
+_BODY_CHARS = 400
+_BODY_KEYS = ("file_text", "new_str", "old_str", "content", "new_content", "code", "text", "patch", "diff",
+              "insert_text", "command", "cmd", "script", "input")
+
+
+def _ref(store, text: str) -> tuple[str, str]:
+    data = text.encode("utf-8", errors="surrogatepass")
+    return store.put(data), hashlib.sha256(data).hexdigest()
+
+
+def _est(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def evidence_spans(seg, spans) -> list:
+    """The evidence spans of a tool output that are evidence of what happened: not lines of a
+    file the output shows (a ``raise ValueError`` in a ``cat`` of a source file), not file names
+    of a listing, not the tool's own framing (:mod:`compactor.codeview`)."""
+    ev = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES]
+    if not ev or seg.kind != SegmentKind.tool_result:
+        return ev
+    from ..codeview import LOG, classify
+
+    view = classify(normalize(seg.text), command=seg.command, tool=seg.tool_name)
+    if view.kind == LOG:
+        return ev
+    return [sp for sp in ev if any(view.evidence_ok(i) for i in range(sp.line_start - 1, sp.line_end))]
+
+
+def _failing(seg, spans) -> bool:
+    return (bool(evidence_spans(seg, spans)) or bool(seg.is_error)
+            or seg.exit_code not in (None, 0))
+
+
+def _gap(n: int, ref: str) -> str:
+    return f"[… {n} line{'s' if n != 1 else ''} · ref {ref}]"
+
+
+def _evidence_view(text: str, spans, ref: str) -> str | None:
+    """The output's first line, every line of its evidence spans, one marker per gap."""
+    norm = normalize(text)
+    lines = norm.split("\n")
+    keep: set[int] = set()
+    for sp in spans:
+        if sp.family in EVIDENCE_FAMILIES:
+            keep.update(range(sp.line_start - 1, min(sp.line_end, len(lines))))
+    if not keep:
+        return None
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
+    keep.add(first)
+    out: list[str] = []
+    gap = 0
+    for i, ln in enumerate(lines):
+        if i in keep:
+            if gap:
+                out.append(_gap(gap, ref))
+                gap = 0
+            out.append(ln)
+        else:
+            gap += 1
+    if gap:
+        out.append(_gap(gap, ref))
+    return "\n".join(out)
+
+
+def _shorten_args(text: str, ref: str) -> str | None:
+    """The call with each long argument body replaced by a reference line, or None."""
+    try:
+        args = json.loads(text)
+    except (ValueError, RecursionError):
+        args = None
+    if isinstance(args, dict):
+        changed = False
+        new: dict[str, Any] = {}
+        for k, v in args.items():
+            if isinstance(v, str) and (v.count("\n") + 1 >= _BODY_LINES or len(v) >= _BODY_CHARS) and k in _BODY_KEYS:
+                body = v.split("\n")
+                head = body[0] if k in ("command", "cmd", "script", "input") and len(body[0]) < 300 else ""
+                rest = len(body) - (1 if head else 0)
+                new[k] = (head + "\n" if head else "") + _gap(rest, ref)
+                changed = True
+            else:
+                new[k] = v
+        if not changed:
+            return None
+        return json.dumps(new, ensure_ascii=False)
+    if isinstance(args, (list, int, float)) or args is not None:
+        return None  # other JSON: leave it
+    body = text.split("\n")
+    if len(body) < _BODY_LINES and len(text) < _BODY_CHARS:
+        return None
+    head = body[0] if len(body[0]) < 300 else ""
+    rest = len(body) - (1 if head else 0)
+    return (head + "\n" if head else "") + _gap(rest, ref)
+
+
+def harden(state, store, counter) -> None:
+    """Apply the three passes to a pipeline state after the per-output Level 1 (see above)."""
+    cfg = state.config
+    if not (cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)):
+        return
+    segs = state.segments
+    results = [s for s in segs if s.kind == SegmentKind.tool_result and not s.meta]
+    if len(results) <= 1:
+        return
+    # "older" is what the Level 1 stage collapsed: the outputs before its boundary, which moves in
+    # batches (so the rewritten history stays a stable prefix for prompt caches)
+    every = [s for s in segs if s.kind == SegmentKind.tool_result]
+    boundary = state.boundary if state.boundary is not None else max(0, len(every) - cfg.keep_recent)
+    old = {s.id for s in every[:boundary]}
+    recent = {s.id for s in results if s.id not in old}
+    first_recent_step = min((s.step for s in results if s.id in recent), default=None)
+    failed_calls: set[str] = set()
+    for s in results:
+        o = state.outcomes.get(s.id)
+        if _failing(s, o.spans if o is not None else []) and s.call_id:
+            failed_calls.add(s.call_id)
+    seen_exact: dict[str, str] = {}
+    seen_shape: dict[str, str] = {}
+
+    def apply(seg, new: str, rule: str, summary: str, ref: str, sha: str) -> None:
+        cur = state.texts[seg.id]
+        if new == cur or counter.count(new) >= counter.count(cur):
+            return
+        state.texts[seg.id] = new
+        state.placeholders.append(Placeholder(
+            id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
+            line_start=1, line_end=max(1, seg.text.count("\n") + 1),
+            tokens_before=_est(cur), tokens_after=_est(new)))
+        state.level = max(state.level, 1)
+
+    for seg in segs:
+        if seg.meta:
+            continue
+        if seg.kind == SegmentKind.tool_result:
+            o = state.outcomes.get(seg.id)
+            spans = o.spans if o is not None else []
+            norm = normalize(seg.text)
+            exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
+            shape = _SHAPE.sub("#", norm)
+            failing = _failing(seg, spans)
+            earlier_exact = seen_exact.get(exact)
+            earlier_shape = None if failing else seen_shape.get(shape)
+            seen_exact.setdefault(exact, seg.step_id)
+            if not failing:
+                seen_shape.setdefault(shape, seg.step_id)
+            if seg.id in recent or len(norm) < _MIN_DUP_CHARS:
+                continue
+            if earlier_exact is not None or earlier_shape is not None:
+                ref, sha = _ref(store, seg.text)
+                if earlier_exact is not None:
+                    line = f"[same as {earlier_exact} · ref {ref}]"
+                else:
+                    line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
+                apply(seg, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
+                continue
+            ev = evidence_spans(seg, spans) if failing else []
+            if ev:
+                ref, sha = _ref(store, seg.text)
+                view = _evidence_view(seg.text, ev, ref)
+                if view is not None:
+                    apply(seg, view, "collapse.old-error", "older error output: evidence kept", ref, sha)
+        elif seg.kind == SegmentKind.tool_call:
+            if first_recent_step is None or seg.step >= first_recent_step:
+                continue
+            if seg.call_id and seg.call_id in failed_calls:
+                continue
+            text = state.texts[seg.id]
+            if len(text) < _BODY_CHARS and text.count("\n") + 1 < _BODY_LINES and "\\n" not in text:
+                continue
+            ref = store.put(seg.text.encode("utf-8", errors="surrogatepass"))
+            new = _shorten_args(text, ref)
+            if new is None:
+                continue
+            sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
+            apply(seg, new, "collapse.call-body", "call argument body", ref, sha)
