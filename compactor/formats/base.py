@@ -91,6 +91,9 @@ class LayoutState:
     # openhands: paths cleared when a segment is rewritten (stale copies of an edit), v0 / v1
     clear: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
     version: str | None = None
+    # codex TUI: segment id -> records it owns; call id -> the paths of its streamed deltas
+    owned: dict[Any, Any] = field(default_factory=dict)
+    deltas: dict[str, list[Any]] = field(default_factory=dict)
     # aider: line numbers of the session headers
     sessions: list[int] = field(default_factory=list)
     # swe-agent: file snapshots, whether the run used function calling, record -> action step
