@@ -615,3 +615,28 @@ def test_dumps_is_valid_container() -> None:
             json.loads(text)
         elif fmt.container == "jsonl":
             assert all(json.loads(line) is not None for line in text.splitlines() if line.strip())
+
+
+@pytest.mark.parametrize("text", [
+    "[INFO] Scanning for projects...\n[INFO] BUILD FAILURE\n[ERROR] Failed to execute goal\n",
+    "[2018-05-17 07:01:35.506][1][critical][assert] source/common/network/address_impl.cc:87] assert failure\n",
+    "[ RUN      ] Pool.Acquire\n[  FAILED  ] Pool.Acquire (12 ms)\n",
+    "[Environment] ASAN_OPTIONS = redzone=32\n==1==ERROR: AddressSanitizer: heap-use-after-free\n",
+    "{main} Fatal error: Uncaught TypeError\n",
+])
+def test_logs_opening_with_a_bracket_are_text_not_malformed_json(text: str) -> None:
+    from compactor.formats.base import RawInput
+
+    probe = make_probe(RawInput(text, "build.log"))
+    assert probe.json_error is None and probe.jsonl_error is None
+    assert detect(probe).name == "text"
+
+
+@pytest.mark.parametrize("text", ['[\n  {"role": "user", "content": "hi"},\n  {"role": ', '{"messages": [{"role": "user"'])
+def test_truncated_json_is_still_an_error(text: str) -> None:
+    from compactor.formats.base import RawInput
+
+    probe = make_probe(RawInput(text, "run.json"))
+    assert probe.json_error or probe.jsonl_error
+    with pytest.raises(InputError):
+        detect(probe)

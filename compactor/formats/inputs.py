@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -220,6 +221,12 @@ def load_json_text(text: str, source: str = "<input>", *, position_prefix: str =
     return value, 0
 
 
+# How JSON (or a JSONL record) begins: an object with a key or empty, an array of values. Logs
+# whose lines open with a bracket ("[INFO] …", "[2018-05-17 07:01:35] …", "[ RUN      ] …",
+# "{main} …") do not, and are read as text instead of failing as malformed JSON.
+_JSON_START = re.compile(r'\{\s*(?:"|\})|\[\s*(?:[\[{"\]]|-?\d[\d.eE+-]*\s*[,\]]|(?:true|false|null)\s*[,\]])')
+
+
 def make_probe(raw: RawInput, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Probe:
     """Parse the text as JSON or JSONL when it looks like either. Errors are kept, not raised."""
     probe = Probe(raw)
@@ -228,7 +235,7 @@ def make_probe(raw: RawInput, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Pro
     if not stripped:
         return probe
     first = stripped[0]
-    if first in "[{":
+    if first in "[{" and _JSON_START.match(stripped):
         try:
             probe.json_value, _ = load_json_text(text, raw.source, max_depth=max_depth)
             probe.is_json = True
