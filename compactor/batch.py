@@ -261,12 +261,7 @@ def _trim_record(rid: str, payload: Any, cfg: BatchConfig, counter: Any) -> dict
         payload = payload.encode("utf-8", "surrogatepass")
     if not isinstance(payload, bytes):
         raise InputError("trim takes a log (text or bytes), not parsed messages", source=rid)
-    head = payload[:8192]
-    nul = head.find(b"\x00")
-    if nul != -1 and head.count(b"\x00") > len(head) // 20:
-        raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs", source=rid,
-                         position=f"byte {nul}")
-    result = compactor.trim(payload, rules=cfg.compactor.rules, context=cfg.compactor.context_lines, receipt=True)
+    result = compactor.trim(payload, source=rid, rules=cfg.compactor.rules, context=cfg.compactor.context_lines, receipt=True)
     text, stats = result.text, result.stats
     return {
         "id": rid, "ok": True, "error": None, "error_code": None, "format": "log",

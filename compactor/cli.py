@@ -282,9 +282,8 @@ def cmd_batch(args) -> int:
 
 def cmd_trim(args) -> int:
     from . import TrimOptions, github_summary, load_rules
-    from .collapse.trim import trim_stream
+    from .collapse.trim import check_text_log, trim_stream
     from .detect import Detector
-    from .errors import InputError
 
     detector = Detector(load_rules(args.rules))
     receipt = "none" if args.no_receipt else args.receipt
@@ -299,11 +298,7 @@ def cmd_trim(args) -> int:
             p = Path(args.input)
             _check_log_path(p, args.input)
             with open(p, "rb") as fh:
-                head = fh.read(8192)
-                nul = head.find(b"\x00")
-                if nul != -1 and head.count(b"\x00") > len(head) // 20:
-                    raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs",
-                                     source=args.input, position=f"byte {nul}")
+                check_text_log(fh.read(8192), args.input)
                 fh.seek(0)
                 stats = trim_stream(detector, fh, out, opts, store, baseline)
     except BrokenPipeError:

@@ -276,3 +276,19 @@ def test_api_is_exported():
     with pytest.raises(TypeError):
         trim(12)  # type: ignore[arg-type]
     assert isinstance(TrimOptions(), TrimOptions)
+
+
+def test_trim_api_refuses_binary_data_and_names_the_input(tmp_path):
+    import compactor
+    from compactor import InputError
+
+    blob = tmp_path / "core.bin"
+    blob.write_bytes(b"\x7fELF\x00\x00\x00\x00" * 512)
+    with pytest.raises(InputError) as exc:
+        compactor.trim(blob)
+    assert exc.value.one_line().startswith(f"{blob}:byte 4: binary data")
+    with pytest.raises(InputError) as exc:
+        compactor.trim(blob.read_bytes(), source="job-17.log")
+    assert "job-17.log" in exc.value.one_line()
+    # a log with a stray NUL byte is still a log
+    assert "boom" in compactor.trim(b"ok\n" * 200 + b"x\x00y\nValueError: boom\n").text

@@ -787,7 +787,8 @@ def _detector(rules: tuple[str, ...]) -> Detector:
 
 def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | Iterable[str | bytes | Path] | None = None,
          options: TrimOptions | None = None, rules: Iterable[str | Path] = (),
-         store: Store | str | os.PathLike[str] | None = None, **option_fields) -> TrimResult:
+         store: Store | str | os.PathLike[str] | None = None, source: str | None = None,
+         **option_fields) -> TrimResult:
     """Trim a CI log: keep errors, traces and their context verbatim, fold the rest.
 
     ``log``: the log text (``str``), its bytes, or a path (``pathlib.Path``). ``baseline``: the
@@ -796,7 +797,8 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
     keyword arguments (``context=3``, ``github=True``, ``receipt=False``...). ``rules``: extra rule
     directories. ``store``: a :class:`Store` or a store path; when given, every folded region is
     stored and its summary carries a ``ref`` that ``Compactor.expand`` turns back into the exact
-    lines. A log with nothing to fold comes back untouched.
+    lines. ``source``: the name errors give the input (binary data is refused). A log with
+    nothing to fold comes back untouched.
     """
     opts = options or TrimOptions(**{"receipt": False, **option_fields})
     det = _detector(tuple(str(r) for r in rules))
@@ -808,8 +810,10 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
     if isinstance(log, Path):
         with open(log, "rb") as fh:
             data = fh.read()
+        check_text_log(data[:8192], source or str(log))
     elif isinstance(log, (bytes, bytearray)):
         data = bytes(log)
+        check_text_log(data[:8192], source or "<bytes>")
     elif isinstance(log, str):
         data = None
     else:
@@ -831,6 +835,17 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
         t.run(iter_decoded(io.BytesIO(data), t.stats, raw_sink=sink), parts.append)
     text = "".join(p if isinstance(p, str) else p.decode("utf-8", "replace") for p in parts)
     return TrimResult(text, t.stats, tuple(t.ranked_annotations()))
+
+
+def check_text_log(head: bytes, source: str) -> None:
+    """Refuse binary data: a log is text. ``head`` is the start of the input (8 KiB is enough);
+    a few stray NUL bytes in a real log are tolerated."""
+    nul = head.find(b"\x00")
+    if nul != -1 and head.count(b"\x00") > len(head) // 20:
+        from ..errors import InputError
+
+        raise InputError(f"binary data (NUL byte at offset {nul}); trim reads text logs",
+                         source=source, position=f"byte {nul}")
 
 
 def _as_baseline(baseline) -> Baseline | None:
