@@ -37,7 +37,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import compactor
 from compactor import CompactorConfig, CompactorError, ConfigError, InputError
+from compactor.atomic import write_text_atomic
 
 __all__ = [
     "BatchConfig",
@@ -368,21 +368,6 @@ def _sha_file(path: str) -> str | None:
     return h.hexdigest()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".compactor-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _entry(task: FileTask, row: Mapping[str, Any], fingerprint: str, out: str | None = None) -> dict[str, Any]:
     ev = row.get("evidence")
     return {
@@ -429,7 +414,7 @@ def run_file_task(task: FileTask, config: BatchConfig, fingerprint: str) -> dict
     del data
     if row["ok"]:
         try:
-            _write_atomic(Path(task.out), row["output"])
+            write_text_atomic(Path(task.out), row["output"])
         except OSError as exc:
             row = {**row, "ok": False, "error": f"{task.out}: cannot write output: {exc.strerror}", "error_code": 1,
                    "output_sha256": None}
@@ -587,7 +572,7 @@ def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchCon
         bar.close()
         log.close()
     ordered = [entries[t.name] for t in tasks if t.name in entries]
-    _write_atomic(report_path, "".join(_dump_entry(e) for e in ordered))
+    write_text_atomic(report_path, "".join(_dump_entry(e) for e in ordered))
     return BatchSummary(ordered, report_path, time.perf_counter() - started)
 
 

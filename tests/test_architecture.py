@@ -21,6 +21,7 @@ PKG = Path(compactor.__file__).resolve().parent
 ROOMS: dict[str, int] = {
     # ground floor: data, errors, the syntax compactor writes, text normalisation, token counting
     "errors": 0, "version": 0, "syntax": 0, "models": 0, "normalize": 0, "tokens": 0, "config": 0,
+    "atomic": 0,               # atomic text-file writes
     "codeview": 0,             # source views, diffs, listings vs log output (pygments)
     "formats": 1,              # read / write edge, input decoding, layout detection
     "engine": 2,               # rule engines (protect, classify, secret, cue), loader, examples, pump

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 import regex
 
+from ..atomic import write_text_atomic
 from ..errors import InputError
 from ..models import Anchor, SegmentKind
 from ..audit.common import shorten
@@ -269,21 +269,6 @@ def merge_json(existing: Any, entries: MemoryEntries) -> tuple[Any, dict[str, in
 # ----------------------------------------------------------------------------- export
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def export_memory(conversation: Any, to: str | os.PathLike[str], *, format: str | None = None,
                   objective: str | None = None, entries: MemoryEntries | None = None) -> MemoryUpdate:
     """Merge the durable knowledge of ``conversation`` into the memory file ``to``.
@@ -320,5 +305,5 @@ def export_memory(conversation: Any, to: str | os.PathLike[str], *, format: str 
         text = existing if (data == cur and existing) else json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     changed = text != existing
     if changed:
-        _write_atomic(path, text)
+        write_text_atomic(path, text)
     return MemoryUpdate(path=str(path), format=fmt, added=added, changed=changed)
