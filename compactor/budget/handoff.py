@@ -141,6 +141,3 @@ def handoff_document(result_or_state: Any, lang: str = "en", *, level3_count: in
     section(h["resume"], [ln.format(refs=ref_text) for ln in h["resume_lines"]])
     return "\n".join(out).rstrip() + "\n"
 
-
-def _indent(text: str, pad: str = "  ") -> str:
-    return "\n".join(pad + ln if ln else ln for ln in text.split("\n"))
