@@ -71,10 +71,12 @@ class Conversation:
     budget stage reads the shared machinery (token counter, store) through it."""
 
     def __init__(self, compactor: "Compactor"):
+        self.config = compactor.config
         self.counter = compactor.counter
         self.store = compactor.store
         self.level3_count = 0
         self._policy_anchor_cache = None  # the budget stage's incrementally merged anchor
+        self.harden_memo = None  # Level 1's older-output pass, resumed on the settled prefix
 
 
 @dataclass
@@ -285,9 +287,15 @@ class Compactor:
             if o.changed:
                 state.level = max(state.level, 1)
         if apply:
-            from .collapse.older import harden
+            from .collapse.older import HardenMemo, harden
 
-            harden(state, self.store, self.counter)
+            conv = state.conversation
+            memo = None
+            if conv is not None:
+                memo = conv.harden_memo
+                if memo is None:
+                    memo = conv.harden_memo = HardenMemo()
+            harden(state, self.store, self.counter, memo)
         state.normalized = {}
         state.stages.append("level1" if apply else "detect")
 

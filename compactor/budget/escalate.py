@@ -587,27 +587,44 @@ def full_anchor(compactor, state) -> Anchor:
     """The anchor of the whole original. An agent calling ``compact()`` every turn on its growing
     conversation pays only for the new segments: when the previous call's segments (and their
     spans) are a prefix of this one's, the cached anchor is evolved with ``merge`` — which gives
-    exactly the anchor ``build_anchor`` would (merging is building, chunk by chunk)."""
+    exactly the anchor ``build_anchor`` would (merging is building, chunk by chunk).
+
+    The prefix is checked segment by segment, by identity first (a session's reader keeps its
+    segment objects, detection its spans) and by content where identity differs; the anchor
+    stage and the budget stage of one compaction share the result."""
     from ..anchor import build_anchor, merge
 
     segs = state.segments
-    by_seg: dict[str, list] = {}
-    for s in segs:
-        o = state.outcomes.get(s.id)
-        by_seg[s.id] = list(o.spans) if o is not None else []
-    keys = [_seg_key(s, by_seg[s.id]) for s in segs]
-    cfg_key = state.config.model_dump_json()
+    outcomes = state.outcomes
+    none: tuple = ()
+
+    def spans_of(s) -> tuple:
+        o = outcomes.get(s.id)
+        return tuple(o.spans) if o is not None else none
+
+    cfg_key = state.config if state.config is getattr(compactor, "config", None) else state.config.model_dump_json()
     cached = getattr(compactor, "_policy_anchor_cache", None)
     anchor = None
-    if cached is not None and cached[0] == cfg_key:
-        n = len(cached[1])
-        if n <= len(keys) and keys[:n] == cached[1]:
+    if cached is not None and len(cached) == 4 and (cached[0] is cfg_key or cached[0] == cfg_key):
+        _, csegs, cspans, canchor = cached
+        n = len(csegs)
+        same = n <= len(segs)
+        if same:
+            for i in range(n):
+                s, c = segs[i], csegs[i]
+                sp = spans_of(s)
+                if (s is not c and _seg_key(s, sp) != _seg_key(c, cspans[i])) or sp != cspans[i]:
+                    same = False
+                    break
+        if same:
             rest = segs[n:]
-            anchor = cached[2] if not rest else merge(cached[2], rest, [sp for s in rest for sp in by_seg[s.id]])
+            if not rest:
+                return canchor
+            anchor = merge(canchor, rest, [sp for s in rest for sp in spans_of(s)])
     if anchor is None:
-        anchor = build_anchor(segs, [sp for s in segs for sp in by_seg[s.id]], objective=state.config.objective)
+        anchor = build_anchor(segs, [sp for s in segs for sp in spans_of(s)], objective=state.config.objective)
     try:
-        compactor._policy_anchor_cache = (cfg_key, keys, anchor)
+        compactor._policy_anchor_cache = (cfg_key, list(segs), [spans_of(s) for s in segs], anchor)
     except AttributeError:  # pragma: no cover - a compactor that does not take attributes
         pass
     return anchor

@@ -31,7 +31,7 @@ import regex
 from ..models import Placeholder, SegmentKind
 from ..normalize import normalize
 
-__all__ = ["harden", "evidence_spans", "EVIDENCE_FAMILIES"]
+__all__ = ["HardenMemo", "harden", "evidence_spans", "EVIDENCE_FAMILIES"]
 
 EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
 _SHAPE = regex.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
@@ -133,8 +133,50 @@ def _shorten_args(text: str, ref: str) -> str | None:
     return (head + "\n" if head else "") + _gap(rest, ref)
 
 
-def harden(state, store, counter) -> None:
-    """Apply the three passes to a pipeline state after the per-output Level 1 (see above)."""
+class HardenMemo:
+    """What :func:`harden` decided for a conversation's settled prefix, so the next call on the
+    grown conversation resumes where that prefix ends instead of starting over.
+
+    A segment is *settled* once no later message can change its decision: a message, a meta
+    segment, an output older than the recent window, a call of a step before the first recent
+    output (a call's decision also depends on whether any output of it failed: a failing output
+    that arrives later for a call already shortened starts the pass over). The memo holds the
+    settled prefix (its segments, Level 1 texts and spans), the first-seen maps at its end, and the
+    replacements and placeholders made in it. Kept per conversation, never shared."""
+
+    def __init__(self) -> None:
+        self.tag: Any = None
+        self.segs: list = []
+        self.texts: list[str] = []
+        self.spans: list[tuple] = []
+        self.seen_exact: dict[str, str] = {}
+        self.seen_shape: dict[str, str] = {}
+        self.changes: dict[str, str] = {}
+        self.placeholders: list[Placeholder] = []
+        self.calls_kept: set[str] = set()  # call ids decided while none of their outputs failed
+        self.calls_failed: set[str] = set()  # call ids left verbatim because an output of theirs failed
+        self.failing: dict[str, tuple] = {}  # segment id -> (segment, spans, failing)
+
+    def reset(self, tag: Any) -> None:
+        failing = self.failing
+        self.__init__()
+        self.tag = tag
+        self.failing = failing
+
+    def is_failing(self, seg, spans) -> bool:
+        hit = self.failing.get(seg.id)
+        if hit is not None and hit[0] is seg and hit[1] == spans:
+            return hit[2]
+        val = _failing(seg, spans)
+        self.failing[seg.id] = (seg, spans, val)
+        return val
+
+
+def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
+    """Apply the three passes to a pipeline state after the per-output Level 1 (see above).
+
+    With a ``memo`` (one per conversation) the settled prefix of the previous call is reused: the
+    result is the same as without it, the work is what is new."""
     cfg = state.config
     if not (cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)):
         return
@@ -149,35 +191,82 @@ def harden(state, store, counter) -> None:
     old = {s.id for s in every[:boundary]}
     recent = {s.id for s in results if s.id not in old}
     first_recent_step = min((s.step for s in results if s.id in recent), default=None)
+    outcomes = state.outcomes
+    texts = state.texts
+    no_spans: tuple = ()
+
+    def spans_of(seg) -> tuple:
+        o = outcomes.get(seg.id)
+        return tuple(o.spans) if o is not None else no_spans
+
+    fresh = memo is None
+    if memo is None:
+        memo = HardenMemo()
     failed_calls: set[str] = set()
     for s in results:
-        o = state.outcomes.get(s.id)
-        if _failing(s, o.spans if o is not None else []) and s.call_id:
+        if s.call_id and s.call_id not in failed_calls and memo.is_failing(s, spans_of(s)):
             failed_calls.add(s.call_id)
-    seen_exact: dict[str, str] = {}
-    seen_shape: dict[str, str] = {}
+
+    start = 0
+    if not fresh:
+        n = len(memo.segs)
+        ok = memo.tag == state.cache_tag and n <= len(segs) and not (memo.calls_kept & failed_calls) \
+            and memo.calls_failed <= failed_calls
+        if ok:
+            for i in range(n):
+                s = segs[i]
+                if s is not memo.segs[i] or texts[s.id] != memo.texts[i] or \
+                        (s.kind == SegmentKind.tool_result and spans_of(s) != memo.spans[i]):
+                    ok = False
+                    break
+        if ok:
+            start = n
+            for sid, t in memo.changes.items():
+                texts[sid] = t
+            if memo.changes:
+                state.level = max(state.level, 1)
+            state.placeholders.extend(memo.placeholders)
+        else:
+            memo.reset(state.cache_tag)
+    seen_exact, seen_shape = memo.seen_exact, memo.seen_shape
+    settled = True  # still extending the memo's settled prefix
 
     def apply(seg, new: str, rule: str, summary: str, ref: str, sha: str) -> None:
-        cur = state.texts[seg.id]
+        cur = texts[seg.id]
         if new == cur or counter.count(new) >= counter.count(cur):
             return
-        state.texts[seg.id] = new
-        state.placeholders.append(Placeholder(
+        texts[seg.id] = new
+        ph = Placeholder(
             id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
             line_start=1, line_end=max(1, seg.text.count("\n") + 1),
-            tokens_before=_est(cur), tokens_after=_est(new)))
+            tokens_before=_est(cur), tokens_after=_est(new))
+        state.placeholders.append(ph)
         state.level = max(state.level, 1)
+        if settled:
+            memo.changes[seg.id] = new
+            memo.placeholders.append(ph)
 
-    for seg in segs:
+    for i in range(start, len(segs)):
+        seg = segs[i]
+        if settled:
+            if seg.kind == SegmentKind.tool_result and not seg.meta:
+                settled = seg.id in old
+            elif seg.kind == SegmentKind.tool_call and not seg.meta:
+                settled = first_recent_step is not None and seg.step < first_recent_step
+            if settled:
+                memo.segs.append(seg)
+                memo.texts.append(texts[seg.id])
+                memo.spans.append(spans_of(seg) if seg.kind == SegmentKind.tool_result else no_spans)
+            else:  # the rest is decided again next time: first-seen entries go to a copy
+                seen_exact, seen_shape = dict(seen_exact), dict(seen_shape)
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
-            o = state.outcomes.get(seg.id)
-            spans = o.spans if o is not None else []
+            spans = list(spans_of(seg))
             norm = normalize(seg.text)
             exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
             shape = _SHAPE.sub("#", norm)
-            failing = _failing(seg, spans)
+            failing = memo.is_failing(seg, tuple(spans))
             earlier_exact = seen_exact.get(exact)
             earlier_shape = None if failing else seen_shape.get(shape)
             seen_exact.setdefault(exact, seg.step_id)
@@ -203,8 +292,12 @@ def harden(state, store, counter) -> None:
             if first_recent_step is None or seg.step >= first_recent_step:
                 continue
             if seg.call_id and seg.call_id in failed_calls:
+                if settled:
+                    memo.calls_failed.add(seg.call_id)
                 continue
-            text = state.texts[seg.id]
+            if settled and seg.call_id:
+                memo.calls_kept.add(seg.call_id)
+            text = texts[seg.id]
             if len(text) < _BODY_CHARS and text.count("\n") + 1 < _BODY_LINES and "\\n" not in text:
                 continue
             ref = store.put(seg.text.encode("utf-8", errors="surrogatepass"))
