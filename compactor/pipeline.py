@@ -16,6 +16,7 @@ for every :meth:`Compactor.compact` call, a lasting one in a :class:`~compactor.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -77,6 +78,10 @@ class Conversation:
         self.level3_count = 0
         self._policy_anchor_cache = None  # the budget stage's incrementally merged anchor
         self.harden_memo = None  # Level 1's older-output pass, resumed on the settled prefix
+        self.text_memo = None  # the self-check's normalised texts
+        self.bound_memo = None  # (bound, the anchor, its bounded form) of the last compaction
+        self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction
+        self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
 
 
 @dataclass
@@ -96,6 +101,7 @@ class PipelineState:
     dropped: set[str] = field(default_factory=set)
     summary: str | None = None
     anchor: Anchor | None = None
+    full_anchor: Anchor | None = None  # the anchor stage's anchor of the whole original (the budget stage's input)
     level: int = 0
     diagnostics: list[Diagnostic] = field(default_factory=list)
     placeholders: list[Placeholder] = field(default_factory=list)
@@ -127,6 +133,28 @@ class PipelineState:
             if o is not None:
                 out.extend(o.spans)
         return out
+
+
+def _same_prefix(old: list, new: list) -> bool:
+    """Are the objects of ``old`` the first ones of ``new`` (the same objects, in order)?"""
+    return len(old) <= len(new) and all(map(operator.is_, old, new))
+
+
+class _Level1Memo:
+    """A conversation's last Level 1 pass: per-segment outcomes and where each segment's
+    diagnostics and placeholders end (counted from the stage's own first one)."""
+
+    def __init__(self, tag: tuple, boundary: int):
+        self.tag = tag
+        self.boundary = boundary
+        self.segs: list[Segment] = []
+        self.outcomes: dict[str, SegmentOutcome] = {}
+        self.texts: dict[str, str] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.placeholders: list[Placeholder] = []
+        self.diag_at: list[int] = []
+        self.ph_at: list[int] = []
+        self.level_at: list[int] = []
 
 
 def _detect_key(seg: Segment) -> tuple:
@@ -213,6 +241,15 @@ class Compactor:
             self.stages[name](state)
         return state
 
+    def _count_pieces(self) -> Callable[[str], int]:
+        """The token count for texts re-rendered every turn (the anchor): piece by piece, cached."""
+        fn = self.__dict__.get("_pieces")
+        if fn is None:
+            from .tokens import piecewise
+
+            fn = self._pieces = piecewise(self.counter)
+        return fn
+
     # ------------------------------------------------------------------ stages
     def _stage_read(self, state: PipelineState) -> None:
         if state.doc is None:
@@ -221,9 +258,17 @@ class Compactor:
         state.diagnostics.extend(state.doc.diagnostics)
 
     def _stage_normalise(self, state: PipelineState) -> None:
-        """Normalise (ANSI, CR redraws, CRLF) once per segment whose detection is not memoised."""
+        """Normalise (ANSI, CR redraws, CRLF) once per segment whose detection is not memoised.
+        A conversation's segments seen by its previous compaction are taken as they were."""
         memo = self._detected
-        for seg in state.segments:
+        segs = state.segments
+        start = 0
+        held = getattr(state.conversation, "detect_memo", None)
+        if held is not None and held[0] == state.cache_tag and _same_prefix(held[1], segs):
+            start = len(held[1])
+            state.normalized.update(held[2])
+            state.detections.update(held[3])
+        for seg in segs[start:] if start else segs:
             if seg.kind == SegmentKind.tool_call:
                 continue  # the action always stays verbatim: nothing to protect or collapse in it
             hit = memo.get((state.cache_tag, *_detect_key(seg)))
@@ -246,6 +291,9 @@ class Compactor:
             if len(memo) > CACHE_SIZE:
                 memo.popitem(last=False)
         state.todo = []
+        if state.conversation is not None:
+            state.conversation.detect_memo = (state.cache_tag, list(state.segments), dict(state.normalized),
+                                              dict(state.detections))
 
     def _stage_level1(self, state: PipelineState) -> None:
         cfg = state.config
@@ -255,11 +303,37 @@ class Compactor:
         if boundary is None:
             boundary = collapse_boundary(len(results), cfg.keep_recent, cfg.collapse_batch)
         state.boundary = boundary
-        old = {s.id for s in results[:boundary]}
         apply = cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)
         memo = self._collapsed
         prose = state.doc.format == "text"  # plain text: paragraphs of human or assistant prose stay
-        for seg in segs:
+        # a conversation's previous compaction: its per-segment outcomes hold up to the first
+        # segment whose collapse decision moved (the outputs the boundary passed since)
+        conv = state.conversation
+        held: _Level1Memo | None = getattr(conv, "level1_memo", None)
+        tag = (state.cache_tag, apply, prose)
+        start = 0
+        if held is not None and held.tag == tag and _same_prefix(held.segs, segs):
+            start = len(held.segs)
+            lo, hi = sorted((held.boundary, boundary))
+            if lo < hi and lo < len(results):
+                first = results[lo]
+                pos = first.index if 0 <= first.index < len(segs) and segs[first.index] is first else 0
+                start = min(start, pos)
+            if start:
+                state.outcomes.update(held.outcomes)
+                state.texts.update(held.texts)
+                state.diagnostics.extend(held.diagnostics[:held.diag_at[start - 1]])
+                state.placeholders.extend(held.placeholders[:held.ph_at[start - 1]])
+                state.level = max(state.level, held.level_at[start - 1])
+        if conv is not None:
+            d0, p0 = len(state.diagnostics), len(state.placeholders)
+            new = _Level1Memo(tag, boundary)
+            if start:
+                new.diag_at = held.diag_at[:start]
+                new.ph_at = held.ph_at[:start]
+                new.level_at = held.level_at[:start]
+        old = {s.id for s in results[:boundary]}
+        for seg in segs[start:] if start else segs:
             if seg.kind == SegmentKind.tool_call:
                 o = SegmentOutcome(seg.text, False)
             else:
@@ -286,6 +360,19 @@ class Compactor:
             state.placeholders.extend(o.placeholders)
             if o.changed:
                 state.level = max(state.level, 1)
+            if conv is not None:
+                new.diag_at.append(len(state.diagnostics) - d0 + (held.diag_at[start - 1] if start else 0))
+                new.ph_at.append(len(state.placeholders) - p0 + (held.ph_at[start - 1] if start else 0))
+                new.level_at.append(state.level)
+        if conv is not None:
+            new.segs = list(segs)
+            new.outcomes = dict(state.outcomes)
+            new.texts = dict(state.texts)
+            nd = new.diag_at[-1] if new.diag_at else 0
+            npl = new.ph_at[-1] if new.ph_at else 0
+            new.diagnostics = state.diagnostics[len(state.diagnostics) - nd:] if nd else []
+            new.placeholders = state.placeholders[len(state.placeholders) - npl:] if npl else []
+            conv.level1_memo = new
         if apply:
             from .collapse.older import HardenMemo, harden
 
@@ -308,9 +395,9 @@ class Compactor:
         from .budget import escalate as esc
 
         try:
-            state.anchor = esc.full_anchor(state.conversation, state)
+            state.anchor = state.full_anchor = esc.full_anchor(state.conversation, state)
         except Exception:  # noqa: BLE001 - reported by the budget stage, which fails toward preservation
-            state.anchor = None
+            state.anchor = state.full_anchor = None
 
     def _stage_budget(self, state: PipelineState) -> None:
         """Level 2 (anchor) and Level 3 (budget), with the self-check of every candidate."""
@@ -439,7 +526,17 @@ class Compactor:
         if anchor is not None and state.config.anchor_max_tokens:
             from .anchor import bound_anchor  # the anchor's default size bound, filled by priority
 
-            anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self.counter.count, lang=state.config.lang)
+            conv = state.conversation
+            key = (state.config.anchor_max_tokens, state.config.lang)
+            memo = getattr(conv, "bound_memo", None)
+            if memo is not None and memo[0] == key and memo[1] is anchor:
+                anchor = memo[2]  # the anchor did not change since the last turn: nor did its bounded form
+            else:
+                full = anchor
+                anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self._count_pieces(),
+                                      lang=state.config.lang)
+                if conv is not None:
+                    conv.bound_memo = (key, full, anchor)
         state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
                                         handoff=state.handoff)
 

@@ -132,3 +132,36 @@ def get_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
     except Exception:
         pass
     return _Estimate()
+
+
+_PIECE_END = None
+
+
+def piecewise(counter: TokenCounter):
+    """``count`` for texts re-rendered with small changes (an anchor that grows every turn): the
+    text is counted as the sum of its pieces, cut after a newline followed by a non-space
+    character (where cl100k's pre-tokeniser splits anyway, so the total is the same), and each
+    piece's count is cached by the counter. An estimate counter is returned as it is (its
+    rounding is per text)."""
+    if not isinstance(counter, _Tiktoken):
+        return counter.count
+    global _PIECE_END
+    if _PIECE_END is None:
+        import re
+
+        _PIECE_END = re.compile(r"\n(?=\S)")
+    count = counter.count
+    finditer = _PIECE_END.finditer
+
+    def count_pieces(text: str) -> int:
+        if len(text) < 512:
+            return count(text)
+        total = 0
+        start = 0
+        for m in finditer(text):
+            end = m.end()
+            total += count(text[start:end])
+            start = end
+        return total + count(text[start:])
+
+    return count_pieces

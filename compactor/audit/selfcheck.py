@@ -26,7 +26,7 @@ from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKi
 from ..normalize import normalize
 from .common import bf_id, content_words, last_assistant, newest_request, present, shorten, squash, word_set
 
-__all__ = ["Missing", "SelfCheckResult", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state"]
+__all__ = ["Missing", "SelfCheckResult", "TextMemo", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state"]
 
 _PREFIX = 60  # characters of a (possibly shortened) item that must appear
 
@@ -54,20 +54,66 @@ class SelfCheckResult:
                          evidence_chain=self.evidence_chain, backfilled=[m.key for m in self.missing])
 
 
+class TextMemo:
+    """Normalised and squashed forms of the texts a conversation's self-check has seen, kept by
+    its :class:`~compactor.pipeline.Conversation`: a check on the grown output only normalises
+    what is new. Pure functions of the text, so the result is the same with or without it."""
+
+    def __init__(self) -> None:
+        self.norm: dict[str, str] = {}
+        self.squashed: dict[str, str] = {}
+
+    def normalize(self, text: str) -> str:
+        v = self.norm.get(text)
+        if v is None:
+            v = self.norm[text] = normalize(text)
+        return v
+
+    def squash(self, norm: str) -> str:
+        v = self.squashed.get(norm)
+        if v is None:
+            v = self.squashed[norm] = squash(norm)
+        return v
+
+    def trim(self, live: int) -> None:
+        """Forget everything once it holds far more than the ``live`` texts in use."""
+        if len(self.norm) > 4 * live + 256:
+            self.norm.clear()
+            self.squashed.clear()
+
+
 class _Output:
     """The compacted output as the checks see it: kept texts (per segment) plus the summary."""
 
-    def __init__(self, kept: dict[str, str], summary: str | None):
-        self.kept = {sid: normalize(t) for sid, t in kept.items()}
+    def __init__(self, kept: dict[str, str], summary: str | None, memo: TextMemo | None = None):
+        self.memo = memo
+        if memo is not None:
+            memo.trim(len(kept))
+            norm = memo.normalize
+            self.kept = {sid: norm(t) for sid, t in kept.items()}
+        else:
+            self.kept = {sid: normalize(t) for sid, t in kept.items()}
         self.summary = normalize(summary or "")
-        self.blob = "\n".join(self.kept.values()) + "\n" + self.summary
+        self._blob: str | None = None
         self._sq: str | None = None
         self._words: set[str] | None = None
 
     @property
+    def blob(self) -> str:
+        if self._blob is None:
+            self._blob = "\n".join(self.kept.values()) + "\n" + self.summary
+        return self._blob
+
+    @property
     def squashed(self) -> str:
         if self._sq is None:
-            self._sq = squash(self.blob)
+            if self.memo is None:
+                self._sq = squash(self.blob)
+            else:
+                # whitespace separates the parts of the blob: its squashed form is the squashed
+                # parts joined by one space (the empty ones left out)
+                sq = self.memo.squash
+                self._sq = " ".join([p for p in (*map(sq, self.kept.values()), squash(self.summary)) if p])
         return self._sq
 
     def has_span(self, sp: Span) -> bool:
@@ -170,14 +216,15 @@ def protected_spans(segments: list[Segment], spans: list[Span]) -> list[Span]:
 
 def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Anchor | None,
                   kept: dict[str, str], summary: str | None, *, folded: bool | None = None,
-                  protected: list[Span] | None = None) -> SelfCheckResult:
+                  protected: list[Span] | None = None, memo: TextMemo | None = None) -> SelfCheckResult:
     """Ask the three questions of an output; return what failed and what is missing.
 
     ``segments`` and ``spans`` are the original's; ``kept`` maps the ids of the segments still in
     the output to their current text; ``summary`` is the inserted summary (or None). ``folded``
-    says whether turns were folded away (default: some segment is not in ``kept``).
+    says whether turns were folded away (default: some segment is not in ``kept``). ``memo``
+    (a conversation's :class:`TextMemo`) saves normalising the texts seen before.
     """
-    out = _Output(kept, summary)
+    out = _Output(kept, summary, memo)
     res = SelfCheckResult()
     seen: set[str] = set()
 

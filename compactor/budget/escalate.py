@@ -35,6 +35,7 @@ The dropped originals are saved in the store: the summary's first line carries t
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from ..collapse.store import content_id
@@ -129,12 +130,23 @@ class _Escalation:
         self.protected = protected_spans(state.segments, self.spans)
         self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
         self._units: list[Unit] | None = None
-        self.tok = {s.id: self.counter.count(state.texts[s.id]) for s in state.segments}
+        self._tok: dict[str, int] | None = None
         self.order = {s.id: s.index for s in state.segments}
         self.best_over: int | None = None  # smallest total seen that did not fit (for the error)
         self.budget = budget if budget is not None else self.cfg.budget
         self.cut: list = []  # ladder items cut to fit (priority order)
         self.floor: int | None = None
+        self.memo = _text_memo(compactor)  # the conversation's normalised texts (self-check)
+
+    @property
+    def tok(self) -> dict[str, int]:
+        """Tokens of every segment's current text, counted on first use (Level 1 without a
+        budget never needs them)."""
+        if self._tok is None:
+            count = self.counter.count
+            texts = self.state.texts
+            self._tok = {s.id: count(texts[s.id]) for s in self.state.segments}
+        return self._tok
 
     @property
     def units(self) -> list[Unit]:
@@ -187,7 +199,7 @@ class _Escalation:
         text = head + "\n\n" + self.to_markdown(a, lang=self.lang).strip()
         kept = {s.id: self.state.texts[s.id] for s in self.state.segments if s.id not in dropped}
         res = run_selfcheck(self.state.segments, self.spans, self.full, kept, text, folded=bool(dropped),
-                            protected=self.protected)
+                            protected=self.protected, memo=self.memo)
         if res.missing:
             text = text + "\n\n" + backfill_markdown(res.missing, self.lang)
         return text, a, res, list(diags)
@@ -285,6 +297,9 @@ class _Escalation:
         cfg = self.cfg
         forced = cfg.level if isinstance(cfg.level, int) else None
         budget = self.budget
+        if forced is None and budget is None:  # Level 1 only: nothing to measure
+            self.finish(set(), None, 1, None, None)
+            return
         l1_total = self.total(set(), None)
 
         if forced in (None, 1) and (budget is None or l1_total <= budget):
@@ -472,7 +487,7 @@ class _Escalation:
         self.cut = [it for it in plan.items if id(it) not in ids]
         kept = {s.id: self.state.texts[s.id] for s in self.state.segments if s.id not in dropped}
         res = run_selfcheck(self.state.segments, self.spans, self.full, kept, text, folded=True,
-                            protected=self.protected)
+                            protected=self.protected, memo=self.memo)
         for it in chosen:
             for ref, original in it.originals.items():
                 self.save(ref, original)
@@ -510,7 +525,7 @@ class _Escalation:
         if cand is None:  # Level 1 only: the self-check on the raw output
             kept = {s.id: st.texts[s.id] for s in st.segments}
             res = run_selfcheck(st.segments, self.spans, self.full, kept, None, folded=False,
-                                protected=self.protected)
+                                protected=self.protected, memo=self.memo)
             anchor = apply_to_anchor(self.full, res.missing, self.full)
             st.anchor = anchor
             if res.missing:
@@ -573,6 +588,16 @@ class _Escalation:
                 message=f"the self-check put back missing evidence; the output is {total} tokens (budget {budget})"))
 
 
+def _text_memo(conversation):
+    """The conversation's self-check text memo (created on first use), or None."""
+    memo = getattr(conversation, "text_memo", False)
+    if memo is None:
+        from ..audit.selfcheck import TextMemo
+
+        memo = conversation.text_memo = TextMemo()
+    return memo or None
+
+
 def _bare(line: str) -> str:
     return normalize(line.removeprefix("- ")).strip()
 
@@ -606,14 +631,17 @@ def full_anchor(compactor, state) -> Anchor:
     cached = getattr(compactor, "_policy_anchor_cache", None)
     anchor = None
     if cached is not None and len(cached) == 4 and (cached[0] is cfg_key or cached[0] == cfg_key):
-        _, csegs, cspans, canchor = cached
+        _, csegs, canchor, couts = cached
         n = len(csegs)
         same = n <= len(segs)
-        if same:
+        # the same segment with the same Level 1 outcome object: nothing to compare
+        if same and not (all(map(operator.is_, csegs, segs))
+                         and all(map(operator.is_, couts, map(outcomes.get, (s.id for s in csegs))))):
             for i in range(n):
                 s, c = segs[i], csegs[i]
                 sp = spans_of(s)
-                if (s is not c and _seg_key(s, sp) != _seg_key(c, cspans[i])) or sp != cspans[i]:
+                csp = tuple(couts[i].spans) if couts[i] is not None else none
+                if (s is not c and _seg_key(s, sp) != _seg_key(c, csp)) or sp != csp:
                     same = False
                     break
         if same:
@@ -624,7 +652,7 @@ def full_anchor(compactor, state) -> Anchor:
     if anchor is None:
         anchor = build_anchor(segs, [sp for s in segs for sp in spans_of(s)], objective=state.config.objective)
     try:
-        compactor._policy_anchor_cache = (cfg_key, list(segs), [spans_of(s) for s in segs], anchor)
+        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, list(map(outcomes.get, (s.id for s in segs))))
     except AttributeError:  # pragma: no cover - a compactor that does not take attributes
         pass
     return anchor
@@ -668,7 +696,7 @@ def escalate(compactor, state, *, target: int | None = None) -> None:
     budget = target if target is not None else cfg.budget
     dropped, summary, level = set(state.dropped), state.summary, state.level
     try:
-        full = full_anchor(compactor, state)
+        full = state.full_anchor if getattr(state, "full_anchor", None) is not None else full_anchor(compactor, state)
         state.anchor = full
         state.stages.append("anchor")
         if budget is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from typing import Any
 
 import regex
@@ -147,6 +148,8 @@ class HardenMemo:
     def __init__(self) -> None:
         self.tag: Any = None
         self.segs: list = []
+        self.ids: list[str] = []
+        self.outs: list = []  # their Level 1 outcomes (the same objects next time: nothing to compare)
         self.texts: list[str] = []
         self.spans: list[tuple] = []
         self.seen_exact: dict[str, str] = {}
@@ -163,12 +166,17 @@ class HardenMemo:
         self.tag = tag
         self.failing = failing
 
-    def is_failing(self, seg, spans) -> bool:
+    def is_failing(self, seg, outcome) -> bool:
+        """``_failing`` of a tool output with its Level 1 outcome (cached per segment)."""
         hit = self.failing.get(seg.id)
-        if hit is not None and hit[0] is seg and hit[1] == spans:
+        if hit is not None and hit[0] is seg and hit[1] is outcome:
             return hit[2]
-        val = _failing(seg, spans)
-        self.failing[seg.id] = (seg, spans, val)
+        spans = tuple(outcome.spans) if outcome is not None else ()
+        if hit is not None and hit[0] is seg and hit[3] == spans:
+            val = hit[2]
+        else:
+            val = _failing(seg, spans)
+        self.failing[seg.id] = (seg, outcome, val, spans)
         return val
 
 
@@ -204,21 +212,23 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         memo = HardenMemo()
     failed_calls: set[str] = set()
     for s in results:
-        if s.call_id and s.call_id not in failed_calls and memo.is_failing(s, spans_of(s)):
+        if s.call_id and s.call_id not in failed_calls and memo.is_failing(s, outcomes.get(s.id)):
             failed_calls.add(s.call_id)
 
     start = 0
     if not fresh:
         n = len(memo.segs)
         ok = memo.tag == state.cache_tag and n <= len(segs) and not (memo.calls_kept & failed_calls) \
-            and memo.calls_failed <= failed_calls
+            and memo.calls_failed <= failed_calls and all(map(operator.is_, memo.segs, segs))
         if ok:
-            for i in range(n):
-                s = segs[i]
-                if s is not memo.segs[i] or texts[s.id] != memo.texts[i] or \
-                        (s.kind == SegmentKind.tool_result and spans_of(s) != memo.spans[i]):
-                    ok = False
-                    break
+            cur = list(map(outcomes.get, memo.ids))
+            if not all(map(operator.is_, memo.outs, cur)):  # a changed outcome: compare what harden reads
+                for i in range(n):
+                    s = segs[i]
+                    if cur[i] is not memo.outs[i] and (texts[s.id] != memo.texts[i] or (
+                            s.kind == SegmentKind.tool_result and spans_of(s) != memo.spans[i])):
+                        ok = False
+                        break
         if ok:
             start = n
             for sid, t in memo.changes.items():
@@ -255,6 +265,8 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                 settled = first_recent_step is not None and seg.step < first_recent_step
             if settled:
                 memo.segs.append(seg)
+                memo.ids.append(seg.id)
+                memo.outs.append(outcomes.get(seg.id))
                 memo.texts.append(texts[seg.id])
                 memo.spans.append(spans_of(seg) if seg.kind == SegmentKind.tool_result else no_spans)
             else:  # the rest is decided again next time: first-seen entries go to a copy
@@ -266,7 +278,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             norm = normalize(seg.text)
             exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
             shape = _SHAPE.sub("#", norm)
-            failing = memo.is_failing(seg, tuple(spans))
+            failing = memo.is_failing(seg, outcomes.get(seg.id))
             earlier_exact = seen_exact.get(exact)
             earlier_shape = None if failing else seen_shape.get(shape)
             seen_exact.setdefault(exact, seg.step_id)
