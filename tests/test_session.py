@@ -54,7 +54,10 @@ def _one_shot(msgs: list[dict], n: int, **options):
 @settings(max_examples=12, deadline=None)
 @given(chunks=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=40),
        options=st.sampled_from([{}, {"keep_recent": 1}, {"collapse_batch": 4}, {"keep_recent": 2, "collapse_batch": 3},
-                                {"keep_recent": 0}, {"level": 0}]))
+                                {"keep_recent": 0}, {"level": 0},
+                                # the anchor: bounded small (overflow), in Chinese, and rendered as the
+                                # Level 2 summary of the folded turns
+                                {"anchor_max_tokens": 300, "lang": "zh"}, {"level": 2, "keep_recent_turns": 3}]))
 def test_session_equals_one_shot_on_a_real_trajectory(django, chunks, options):
     conv = Session(Compactor(**options))
     n = 0
@@ -67,6 +70,41 @@ def test_session_equals_one_shot_on_a_real_trajectory(django, chunks, options):
         if size > 3:  # the one-shot side is the slow one: compare on the bigger steps
             assert _same(got, _one_shot(django, n, **options)), (n, options)
     assert _same(conv.compact(), _one_shot(django, n, **options)), (n, options)  # and always at the end
+
+
+@settings(max_examples=6, deadline=None)
+@given(chunks=st.lists(st.integers(min_value=1, max_value=15), min_size=1, max_size=12),
+       share=st.sampled_from([0.35, 0.6]))
+def test_a_lasting_conversation_equals_one_shot_under_a_budget(django, chunks, share):
+    """What a session keeps between compactions (detections, Level 1 outcomes, the older-output
+    pass, the merged anchor, the self-check's texts) changes nothing under a budget either: the
+    pipeline run on one lasting Conversation, turn after turn, gives each turn the one-shot result."""
+    msgs = django[:48]
+    budget = int(Compactor().compact(msgs).report.tokens_after * share)
+    options = {"budget": budget, "handoff_after": 1000}  # the Level 3 counter is the one thing kept on purpose
+    comp = Compactor(**options)
+    session = Session(comp)  # its reader and its writer; the budget is fitted every turn (no hysteresis)
+    levels = set()
+    n = 0
+    for size in chunks:
+        if n >= len(msgs):
+            break
+        session.append(msgs[n:n + size])
+        n = min(len(msgs), n + size)
+        doc = session._document(comp.config)
+        try:
+            got = comp.run(None, session.conversation, doc=doc, writer=session._write)
+        except compactor.BudgetError as exc:
+            with pytest.raises(compactor.BudgetError) as ref:
+                Compactor(**options).compact(msgs[:n])
+            assert str(ref.value) == str(exc)
+            continue
+        ref = Compactor(**options).compact(msgs[:n])
+        assert got.report.level == ref.report.level
+        assert _same(got, ref), (n, budget)
+        levels.add(got.report.level)
+    if n == len(msgs):
+        assert max(levels) >= 2  # the budget did make it fold
 
 
 def test_session_equals_one_shot_every_turn_on_the_demo():
