@@ -82,6 +82,7 @@ class Conversation:
         self.bound_memo = None  # (bound, the anchor, its bounded form) of the last compaction
         self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
+        self.tokens_before = None  # (segments, their tokens) of the last compaction
 
 
 @dataclass
@@ -240,6 +241,19 @@ class Compactor:
         for name in ("normalise", "detect", "level1"):
             self.stages[name](state)
         return state
+
+    def _tokens_before(self, state: PipelineState) -> int:
+        """Tokens of the original segments; a conversation adds only its new segments' count."""
+        segs = state.segments
+        conv = state.conversation
+        held = getattr(conv, "tokens_before", None)
+        start, total = 0, 0
+        if held is not None and _same_prefix(held[0], segs):
+            start, total = len(held[0]), held[1]
+        total += sum(self.counter.count(s.text) for s in segs[start:])
+        if conv is not None:
+            conv.tokens_before = (list(segs), total)
+        return total
 
     def _count_pieces(self) -> Callable[[str], int]:
         """The token count for texts re-rendered every turn (the anchor): piece by piece, cached."""
@@ -491,8 +505,11 @@ class Compactor:
         writer = state.writer or get_format(doc.format).write
         messages = writer(doc, edits)
         count = self.counter.count
-        before = sum(count(s.text) for s in doc.segments)
-        after = sum(count(state.texts[s.id]) for s in doc.segments if s.id not in state.dropped)
+        before = self._tokens_before(state)
+        texts = state.texts
+        dropped = state.dropped
+        after = sum(map(count, [texts[s.id] for s in doc.segments if s.id not in dropped] if dropped
+                        else list(map(texts.__getitem__, [s.id for s in doc.segments]))))
         if state.summary:
             after += count(state.summary)
         placeholders = _unique_placeholders(state.placeholders, state.dropped)

@@ -65,6 +65,7 @@ class Session:
         self._doc: Document | None = None
         self._doc_count = -1         # records the current document was read from
         self._copies: dict[int, tuple[tuple, Any]] = {}  # record index -> (its replaced texts, the edited copy)
+        self._seg_index: tuple[dict[str, Any], int] = ({}, 0)  # segment id -> segment, and how many are in
         self._plan: Plan | None = None  # budget hysteresis: the last fitted compaction's decisions
         self.last: CompactionResult | None = None
 
@@ -167,6 +168,7 @@ class Session:
             # message): read the whole conversation again and let detection decide
             self._reader = None
             self._copies.clear()
+            self._seg_index = ({}, 0)
             doc = load_document(self._records, format=self.format, max_json_depth=config.max_json_depth)
         self._doc, self._doc_count = doc, n
         return doc
@@ -179,38 +181,40 @@ class Session:
 
             return get_format(doc.format).write(doc, edits)
         mirrors = doc.state.mirrors
+        index = self._index(doc)
         by_record: dict[int, list[tuple[str, str]]] = {}
-        for seg in doc.segments:
-            text = edits.replace.get(seg.id)
-            if text is not None and seg.origin:
-                by_record.setdefault(seg.origin[0], []).append((seg.id, text))
-        out = []
+        for sid, text in edits.replace.items():  # in segment order
+            seg = index.get(sid)
+            if seg is not None and seg.origin:
+                by_record.setdefault(seg.origin[0], []).append((sid, text))
+        out = [dict(rec) if isinstance(rec, dict) else rec for rec in self._records]
         copies = self._copies
-        for i, rec in enumerate(self._records):
-            changes = by_record.get(i)
-            if not changes:
-                out.append(dict(rec) if isinstance(rec, dict) else rec)
-                continue
+        for i, changes in by_record.items():
+            rec = self._records[i]
             sig = tuple(changes)
             hit = copies.get(i)
             if hit is None or hit[0] != sig:
                 data = marshal.loads(marshal.dumps(rec))
                 holder = {i: data}
                 for sid, text in changes:
-                    origin = _origin_of(doc, sid)
+                    origin = index[sid].origin
                     put_text(holder, origin, text)
                     for mp in mirrors.get(sid, []):
                         put_text(holder, mp, text)
                 hit = copies[i] = (sig, holder[i])
-            out.append(dict(hit[1]))
+            out[i] = dict(hit[1])
         return out
 
-
-def _origin_of(doc: Document, sid: str):
-    for seg in reversed(doc.segments):  # edited records are recent ones: found near the end
-        if seg.id == sid:
-            return seg.origin
-    raise KeyError(sid)
+    def _index(self, doc: Document) -> dict[str, Any]:
+        """Segment id -> segment of the incrementally read document (extended as it grows)."""
+        index, seen = self._seg_index
+        segs = doc.segments
+        if seen > len(segs) or (seen and segs[seen - 1] is not index.get(segs[seen - 1].id)):
+            index, seen = {}, 0
+        for seg in segs[seen:]:
+            index[seg.id] = seg
+        self._seg_index = (index, len(segs))
+        return index
 
 
 def _plan_of(state, config: CompactorConfig) -> Plan:

@@ -127,7 +127,13 @@ class _Output:
             return True
         return squash(t) in self.squashed  # re-indented or re-wrapped by a renderer, same words
 
-    def has(self, text: str, prefix: int = _PREFIX) -> bool:
+    def has(self, text: str, prefix: int = _PREFIX, own: str | None = None) -> bool:
+        """Is ``text`` in the output? ``own``: the id of the segment it comes from, looked at first
+        (the squashed output holds every squashed segment whole, so a hit there is a hit)."""
+        if own is not None and own in self.kept:
+            part = self.memo.squash(self.kept[own]) if self.memo is not None else squash(self.kept[own])
+            if present(text, part, prefix=prefix):
+                return True
         return present(text, self.squashed, prefix=prefix)
 
     def has_words(self, text: str, share: float = 0.8) -> bool:
@@ -241,7 +247,7 @@ def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Ancho
 
     # 1. continuity -----------------------------------------------------------------
     req = newest_request(segments)
-    if req is not None and not out.has(req.text, prefix=300):
+    if req is not None and not out.has(req.text, prefix=300, own=req.id):
         add(Missing("continuity", "newest-request", f"newest-request:{req.step_id}", req.text, req.step_id))
     cursor = getattr(a, "cursor", None)
     intent_text = (getattr(cursor, "objective", "") or a.intent.current or a.intent.newest_request)
