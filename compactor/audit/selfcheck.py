@@ -62,6 +62,9 @@ class TextMemo:
     def __init__(self) -> None:
         self.norm: dict[str, str] = {}
         self.squashed: dict[str, str] = {}
+        self.in_own: dict[int, tuple[Span, str]] = {}  # span found verbatim in this text of its own segment
+        self.held: dict[int, tuple[Span, Segment, bool]] = {}  # protected_spans' verdict per span
+        self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
 
     def normalize(self, text: str) -> str:
         v = self.norm.get(text)
@@ -80,6 +83,9 @@ class TextMemo:
         if len(self.norm) > 4 * live + 256:
             self.norm.clear()
             self.squashed.clear()
+        if len(self.in_own) + len(self.held) > 64 * live + 4096:
+            self.in_own.clear()
+            self.held.clear()
 
 
 class _Output:
@@ -116,7 +122,24 @@ class _Output:
                 self._sq = " ".join([p for p in (*map(sq, self.kept.values()), squash(self.summary)) if p])
         return self._sq
 
+    def in_own(self, sp: Span) -> bool:
+        """The span is verbatim in its own segment's kept text (remembered per span and text)."""
+        own = self.kept.get(sp.segment_id or "")
+        memo = self.memo
+        if memo is not None and own is not None:
+            hit = memo.in_own.get(id(sp))
+            if hit is not None and hit[0] is sp and hit[1] is own:
+                return True
+        t = sp.text
+        if not t.strip() or (own is not None and t in own):
+            if memo is not None and own is not None:
+                memo.in_own[id(sp)] = (sp, own)
+            return True
+        return False
+
     def has_span(self, sp: Span) -> bool:
+        if self.memo is not None and self.in_own(sp):
+            return True
         t = sp.text
         if not t.strip():
             return True
@@ -154,7 +177,7 @@ _EVIDENCE = ("trace", "error", "exit-code", "test-failure")
 _LOOSE = ("decision", "failed-approach")  # the anchor splits 'X because Y' into 'X: Y': compare words
 
 
-def _file_tool_results(segments: list[Segment]) -> set[str]:
+def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) -> set[str]:
     """Ids of tool results that are file reads / edits (their numbers are file contents, not
     observations), as the anchor's own call reader classifies the paired call."""
     try:
@@ -167,17 +190,25 @@ def _file_tool_results(segments: list[Segment]) -> set[str]:
         if s.kind != SegmentKind.tool_result:
             continue
         c = calls.get(s.call_id) if s.call_id else None
+        if memo is not None:
+            hit = memo.file_reads.get(s.id)
+            if hit is not None and hit[0] is s and hit[1] is c:
+                if hit[2]:
+                    out.add(s.id)
+                continue
         text = c.text if c is not None else (s.command or "")
         try:
             kind = call_effects(s.tool_name, text, s.command).kind
         except Exception:  # noqa: BLE001 - classification is best effort
             continue
+        if memo is not None:
+            memo.file_reads[s.id] = (s, c, kind in ("read", "edit"))
         if kind in ("read", "edit"):
             out.add(s.id)
     return out
 
 
-def protected_spans(segments: list[Segment], spans: list[Span]) -> list[Span]:
+def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo | None = None) -> list[Span]:
     """The spans the evidence chain and anti-repeat checks hold the output to (seed 001's
     absolute protection zone), each in the role where it means what its family says:
 
@@ -189,12 +220,21 @@ def protected_spans(segments: list[Segment], spans: list[Span]) -> list[Span]:
       (not in the arguments of a call: that is code, recorded as the change made);
     - compactor references: everywhere. Bare ``file:line`` references outside a trace and
       secrets are not held.
+
+    With a conversation's ``memo`` a span's verdict is kept while its segment is the same.
     """
     by_id = {s.id: s for s in segments}
     file_results: set[str] | None = None
     out: list[Span] = []
+    held = memo.held if memo is not None else None
     for sp in spans:
         seg = by_id.get(sp.segment_id or "")
+        if held is not None:
+            hit = held.get(id(sp))
+            if hit is not None and hit[0] is sp and hit[1] is seg:
+                if hit[2]:
+                    out.append(sp)
+                continue
         if seg is None or seg.meta or seg.role == Role.system or not sp.text.strip():
             continue
         fam = sp.family
@@ -211,10 +251,12 @@ def protected_spans(segments: list[Segment], spans: list[Span]) -> list[Span]:
                 ok = True
             else:
                 if file_results is None:
-                    file_results = _file_tool_results(segments)
+                    file_results = _file_tool_results(segments, memo)
                 ok = seg.id not in file_results
         else:
             ok = fam == "placeholder"
+        if held is not None and not (fam == "number" and seg.kind == SegmentKind.tool_result):
+            held[id(sp)] = (sp, seg, ok)  # (whether a result is a file read depends on its call: not kept)
         if ok:
             out.append(sp)
     return out

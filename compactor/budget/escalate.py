@@ -127,7 +127,8 @@ class _Escalation:
         self.to_markdown = to_markdown
         self.fit_budget = fit_budget
         self.spans = state.spans()
-        self.protected = protected_spans(state.segments, self.spans)
+        self.memo = _text_memo(compactor)  # the conversation's normalised texts (self-check)
+        self.protected = protected_spans(state.segments, self.spans, self.memo)
         self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
         self._units: list[Unit] | None = None
         self._tok: dict[str, int] | None = None
@@ -136,7 +137,6 @@ class _Escalation:
         self.budget = budget if budget is not None else self.cfg.budget
         self.cut: list = []  # ladder items cut to fit (priority order)
         self.floor: int | None = None
-        self.memo = _text_memo(compactor)  # the conversation's normalised texts (self-check)
 
     @property
     def tok(self) -> dict[str, int]:
