@@ -147,6 +147,8 @@ class HardenMemo:
 
     def __init__(self) -> None:
         self.tag: Any = None
+        self.boundary = 0  # the collapse boundary and first recent step the prefix was settled under
+        self.first_recent_step: int | None = None
         self.segs: list = []
         self.ids: list[str] = []
         self.outs: list = []  # their Level 1 outcomes (the same objects next time: nothing to compare)
@@ -218,8 +220,12 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
     start = 0
     if not fresh:
         n = len(memo.segs)
-        ok = memo.tag == state.cache_tag and n <= len(segs) and not (memo.calls_kept & failed_calls) \
-            and memo.calls_failed <= failed_calls and all(map(operator.is_, memo.segs, segs))
+        # what was older stays older only while the boundary and the first recent step do not move back
+        ok = memo.tag == state.cache_tag and n <= len(segs) and boundary >= memo.boundary \
+            and (memo.first_recent_step is None or (first_recent_step is not None
+                                                    and first_recent_step >= memo.first_recent_step)) \
+            and not (memo.calls_kept & failed_calls) and memo.calls_failed <= failed_calls \
+            and all(map(operator.is_, memo.segs, segs))
         if ok:
             cur = list(map(outcomes.get, memo.ids))
             if not all(map(operator.is_, memo.outs, cur)):  # a changed outcome: compare what harden reads
@@ -238,6 +244,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             state.placeholders.extend(memo.placeholders)
         else:
             memo.reset(state.cache_tag)
+        memo.boundary, memo.first_recent_step = boundary, first_recent_step
     seen_exact, seen_shape = memo.seen_exact, memo.seen_shape
     settled = True  # still extending the memo's settled prefix
 
