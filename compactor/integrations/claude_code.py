@@ -38,7 +38,10 @@ captured payloads are the fixtures under ``tests/fixtures/claude_code/``):
 
 Codex CLI (0.171) has the same two anchor events (``compactor hook codex pre-compact`` /
 ``session-start``, see :func:`codex_hooks_snippet`) but no way to replace a command's output,
-and it reads no instructions from PreCompact: there the anchor is only stored.
+and it reads no instructions from PreCompact: there the anchor is only stored. There is no Bash
+wrapper for Codex: it already shows the model the head and tail of a long output (the final error
+arrives), and its PreToolUse takes a rewritten command only with ``permissionDecision: "allow"``,
+which would approve the command on the user's behalf.
 
 Every hook fails open: on any error the tool output is left untouched, the reason goes to
 stderr and the exit status is 0. Only the standard library is imported at start-up; compactor
