@@ -206,3 +206,22 @@ def test_hook_command_end_to_end_json(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout == "" and "left the" in p.stderr
 
+
+
+def test_install_adds_the_pre_tool_use_hook_next_to_others(tmp_path):
+    cfg = tmp_path / "claude-config"
+    cfg.mkdir()
+    theirs = {"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/guard-rm"}]}
+    (cfg / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash(rm -rf:*)"]},
+                                                   "hooks": {"PreToolUse": [theirs]}}))
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(cfg)}
+    for _ in range(2):  # the second install changes nothing
+        p = subprocess.run([EXE, "hook", "claude-code", "install", "--user"], env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+    s = json.loads((cfg / "settings.json").read_text())
+    assert s["permissions"] == {"deny": ["Bash(rm -rf:*)"]}
+    assert s["hooks"]["PreToolUse"][0] == theirs
+    ours = s["hooks"]["PreToolUse"][1]
+    assert ours["matcher"] == "Bash" and ours["hooks"][0]["command"] == f"{EXE} hook claude-code pre-tool-use"
+    assert len(s["hooks"]["PreToolUse"]) == 2 and "already installed" in p.stdout
