@@ -12,6 +12,8 @@ import pytest
 pytest.importorskip("agents")
 pytest.importorskip("langchain")
 
+pytestmark = [pytest.mark.slow, pytest.mark.corpus]
+
 import compactor  # noqa: E402
 from compactor.integrations.langchain import CompactorMiddleware, from_openai, to_openai  # noqa: E402
 from compactor.integrations.openai_agents import compact_items  # noqa: E402
