@@ -72,6 +72,10 @@ CASES = [
     "sh -c 'exit 7'",
     "echo '__weird }' ; echo ')' ",
     "ls does-not-exist-dir",
+    "set -e; echo one; false; echo never",
+    "exec sh -c 'echo replaced; exit 5'",
+    "printf 'caf\\303\\251 \\342\\234\\223 %s\\n' ok; printf 'no newline at end'",
+    "trap 'echo their-trap' EXIT; echo body",
 ]
 
 
