@@ -166,3 +166,23 @@ def test_langchain_middleware_keeps_a_session_per_thread():
 def test_pool_rejects_a_zero_bound():
     with pytest.raises(ValueError):
         SessionPool(compactor.Compactor(), max_sessions=0)
+
+
+def test_level1_edit_through_its_sessions_equals_a_one_shot_level1():
+    from langchain_core.messages import ToolMessage
+
+    from compactor.integrations.langchain import Level1Edit
+
+    chat = chat_of(DJANGO)
+    lc = from_openai(chat)
+    edit = Level1Edit(trigger=0, keep=3)
+    points = [i + 1 for i, m in enumerate(chat) if m["role"] == "tool"][::4]
+    for n in points:
+        msgs = list(lc[:n])
+        edit.apply(msgs, count_tokens=lambda m: 1)
+        ref = compactor.Compactor().compact(to_openai(lc[:n]), format="openai-chat", level=1, keep_recent=3).messages
+        tools = [i for i, m in enumerate(msgs) if isinstance(m, ToolMessage)]
+        for i in tools[: max(0, len(tools) - 3)]:
+            assert msgs[i].content == ref[i]["content"]
+    compacting = sum(1 for n in points if sum(m["role"] == "tool" for m in chat[:n]) > 3)  # others return early
+    assert len(edit.sessions) == 1 and edit.sessions.started == 1 and edit.sessions.reused == compacting - 1

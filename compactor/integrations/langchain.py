@@ -111,12 +111,17 @@ class Level1Edit:
     but the newest ``keep`` is replaced by compactor's Level 1 of it, in place. Tool results
     that Level 1 leaves unchanged (errors, traces, short outputs) stay as they are; the
     originals of placeholders stay expandable (``Compactor.expand``) from the compactor's store.
+    One :class:`compactor.Session` per conversation (``self.sessions``, at most ``max_sessions``)
+    does the work, so each call compacts only the messages added since the previous one; the
+    result is the same as a one-shot Level 1.
     """
 
-    def __init__(self, *, trigger: int = 100_000, keep: int = 3, compactor: Compactor | None = None):
+    def __init__(self, *, trigger: int = 100_000, keep: int = 3, compactor: Compactor | None = None,
+                 max_sessions: int = DEFAULT_MAX_SESSIONS):
         self.trigger = trigger
         self.keep = keep
         self.compactor = _compactor(compactor)
+        self.sessions = SessionPool(self.compactor, max_sessions)
 
     def apply(self, messages: list[AnyMessage], *, count_tokens: Callable[[Sequence[BaseMessage]], int]) -> None:
         if count_tokens(messages) <= self.trigger:
@@ -128,7 +133,8 @@ class Level1Edit:
         oa = to_openai(messages)
         if len(oa) != len(messages):  # pragma: no cover - the converter is one-to-one
             return
-        result = self.compactor.compact(oa, format="openai-chat", level=1, keep_recent=self.keep)
+        with self.sessions.lock:
+            result = self.sessions.session_for(oa).compact(level=1, keep_recent=self.keep)
         out = result.messages
         if len(out) != len(messages):  # pragma: no cover - Level 1 never drops messages
             return
