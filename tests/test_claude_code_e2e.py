@@ -2,9 +2,10 @@
 hooks installed, against a loopback fake of the Anthropic Messages API.
 
 Scenario: the user states a constraint; the model runs a failing import (a dead end), then a
-command printing 3,000 lines that end in a Python traceback. Without the hook Claude Code shows
-the model only a ~2 KB head preview of that output; with it, the next model request must hold
-the final ``ValueError``. Then ``/compact`` (the fake summariser answers with a useless summary)
+command printing 3,000 lines that end in a Python traceback, twice: piped through ``cat`` (exit 0)
+and as it is (exit 1). Without the hooks Claude Code shows the model only a ~2 KB head preview of
+the first and about 10,000 characters from the start of the second; with them (the PreToolUse
+wrapper), the next model request must hold the final ``ValueError`` of both. Then ``/compact`` (the fake summariser answers with a useless summary)
 and a follow-up: the request after compaction must hold the anchor (evidence, dead end,
 constraint), re-injected by the SessionStart hook.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +45,7 @@ print("ValueError: boom: record 3000 has no checksum")
 sys.exit(1)
 """
 LONG_CMD = "python3 job.py 2>&1 | cat"
+FAIL_CMD = "python3 job.py"  # exits 1: Claude Code's PostToolUseFailure, whose output no hook can replace
 FINAL_ERROR = "ValueError: boom: record 3000 has no checksum"
 NETWORK_ERRORS = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ECONNRESET", "network", "getaddrinfo")
 
@@ -102,8 +105,11 @@ def script(body: dict):
     session = str(body.get("metadata", {}).get("user_id", ""))
     if "Your task is to create" in last and "summary" in last:
         return text_reply("<analysis>ok</analysis>\n<summary>The user and the assistant worked on a job.</summary>")
-    if '"tool_use_id": "toolu_e2e_2"' in last:
+    if '"tool_use_id": "toolu_e2e_3"' in last:
         return text_reply("The job output was read.")
+    if '"tool_use_id": "toolu_e2e_2"' in last and (session, "3") not in _SENT:
+        _SENT.add((session, "3"))
+        return tool_reply("toolu_e2e_3", "Bash", {"command": FAIL_CMD, "description": "run the job as it is"})
     if '"tool_use_id": "toolu_e2e_1"' in last and (session, "2") not in _SENT:
         _SENT.add((session, "2"))
         return tool_reply("toolu_e2e_2", "Bash", {"command": LONG_CMD, "description": "run the job"})
@@ -151,6 +157,10 @@ def test_claude_code_hooks_end_to_end(claude, tmp_path):
         _claude_p(claude, proj, env, f"Run the job. {CONSTRAINT} (E2E-STEP-1)", "--allowedTools", "Bash")
         seen = next(_tool_result(r, "toolu_e2e_2") for r in fake.requests if _tool_result(r, "toolu_e2e_2"))
         assert "<persisted-output>" in seen and FINAL_ERROR not in seen, seen[-500:]
+        failed = next(_tool_result(r, "toolu_e2e_3") for r in fake.requests if _tool_result(r, "toolu_e2e_3"))
+        assert failed.startswith("Exit code 1") and FINAL_ERROR not in failed, failed[-500:]
+        print(f"\nwithout compactor: exit-0 result {len(seen):,} characters, failing result {len(failed):,} "
+              f"characters, final error present: {FINAL_ERROR in seen}, {FINAL_ERROR in failed}")
     for f in dump.iterdir():
         f.unlink()
     exe = Path(sys.executable).with_name("compactor")
@@ -164,6 +174,9 @@ def test_claude_code_hooks_end_to_end(claude, tmp_path):
     for ev in ("PostToolUse", "PreCompact", "SessionStart"):
         cmds = [h["command"] for g in settings["hooks"][ev] for h in g["hooks"]]
         assert other["command"] in cmds and any("hook claude-code" in c for c in cmds), cmds
+    assert [h["command"] for g in settings["hooks"]["PreToolUse"] for h in g["hooks"]][-1].endswith(
+        "hook claude-code pre-tool-use")
+    assert settings["hooks"]["PostToolUseFailure"] == [{"matcher": "*", "hooks": [other]}]
 
     with FakeAnthropic(script) as fake:
         env["ANTHROPIC_BASE_URL"] = fake.url
@@ -178,6 +191,19 @@ def test_claude_code_hooks_end_to_end(claude, tmp_path):
         assert FINAL_ERROR in seen, f"the final error did not reach the model; it saw:\n{seen[-1500:]}"
         assert "<persisted-output>" not in seen and len(seen) < 30_000
         assert "ref c-" in seen  # the folded lines are a placeholder that expands from the store
+
+        failed = _tool_result(after_tool[-1], "toolu_e2e_3")
+        assert failed, "Claude Code never sent the failing command's result to the model"
+        assert failed.startswith("Exit code 1\n[compactor: "), failed[:300]  # the exit code is the command's
+        assert FINAL_ERROR in failed, f"the failing command's final error did not reach the model:\n{failed[-1500:]}"
+        assert 'File "/srv/job/run.py", line 88' in failed and "processing record 1500: ok" not in failed
+        assert len(failed) < 10_000 and "characters truncated" not in failed
+        ref = re.search(r"ref (c-[0-9a-f]{16})", failed).group(1)
+        exp = subprocess.run([str(Path(sys.executable).with_name("compactor")), "expand", ref], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert exp.returncode == 0 and "processing record 1500: ok" in exp.stdout
+        print(f"with compactor: exit-0 result {len(seen):,} characters, failing result {len(failed):,} "
+              f"characters, final error present: {FINAL_ERROR in seen}, {FINAL_ERROR in failed}")
 
         n_before = len(fake.requests)
         claude_p("/compact", "--continue")

@@ -271,7 +271,7 @@ def test_install_project_scope(tmp_path):
     p = _install("--project", cwd=proj)
     assert p.returncode == 0
     s = json.loads((proj / ".claude" / "settings.json").read_text())
-    assert set(s["hooks"]) == {"PostToolUse", "PreCompact", "SessionStart"}
+    assert set(s["hooks"]) == {"PreToolUse", "PostToolUse", "PreCompact", "SessionStart"}
     assert not (tmp_path / "claude-config" / "settings.json").exists()
 
 

@@ -13,6 +13,19 @@ captured payloads are the fixtures under ``tests/fixtures/claude_code/``):
     ``stderr`` replaced and the persisted-output fields removed, so the model sees it inline.
     The result stays under :data:`INLINE_LIMIT` characters.
 
+``PreToolUse`` (Bash)
+    A command that exits non-zero never reaches PostToolUse: Claude Code sends
+    ``PostToolUseFailure``, whose output cannot be replaced, and shows the model only about 10,000
+    characters of it (the head and tail of its first 30,000), so the final error of a long failing
+    command is lost. The hook therefore rewrites the command (``hookSpecificOutput.updatedInput``;
+    it grants no permission: no ``permissionDecision`` is sent and Claude Code's own rules judge
+    the rewritten command) into a wrapper (:func:`wrap_command`) that runs it unchanged in a
+    subshell of Claude Code's shell, captures its output to a file, and prints it through
+    ``compactor hook claude-code output``: verbatim when short, else compactor's Level 1 (final
+    error kept) sized to what Claude Code shows whole. The exit code is the command's own and a
+    ``cd`` of a succeeding command still persists. If compactor is missing or fails, the captured
+    output is printed as it is.
+
 ``PreCompact``
     Builds the deterministic anchor of the transcript (``transcript_path``), stores it per
     session, and prints instructions on stdout: Claude Code appends them to the summariser's
@@ -25,7 +38,10 @@ captured payloads are the fixtures under ``tests/fixtures/claude_code/``):
 
 Codex CLI (0.171) has the same two anchor events (``compactor hook codex pre-compact`` /
 ``session-start``, see :func:`codex_hooks_snippet`) but no way to replace a command's output,
-and it reads no instructions from PreCompact: there the anchor is only stored.
+and it reads no instructions from PreCompact: there the anchor is only stored. There is no Bash
+wrapper for Codex: it already shows the model the head and tail of a long output (the final error
+arrives), and its PreToolUse takes a rewritten command only with ``permissionDecision: "allow"``,
+which would approve the command on the user's behalf.
 
 Every hook fails open: on any error the tool output is left untouched, the reason goes to
 stderr and the exit status is 0. Only the standard library is imported at start-up; compactor
@@ -46,17 +62,24 @@ from typing import IO, Any
 __all__ = [
     "CONTEXT_LIMIT",
     "EVENTS",
+    "FAILURE_INLINE_LIMIT",
     "INLINE_LIMIT",
     "install",
     "post_tool_use",
     "pre_compact",
+    "pre_tool_use",
+    "print_captured",
     "run_hook",
     "session_start",
     "settings_snippet",
+    "wrap_command",
 ]
 
 #: Claude Code inlines a tool result up to 30,000 characters; stay clearly below.
 INLINE_LIMIT = 29_000
+#: Claude Code shows the model about 10,040 characters of a failing command's output (head and
+#: tail); a failing command's printed result stays below this so it is shown whole.
+FAILURE_INLINE_LIMIT = 9_500
 #: Claude Code's cap on hook ``additionalContext``; a longer anchor is shortened.
 CONTEXT_LIMIT = 10_000
 #: outputs shorter than this (characters, stdout + stderr) are left alone unless Claude Code
@@ -76,7 +99,7 @@ PRECOMPACT_LIMIT = 8_000
 #: Claude Code already has is used instead.
 MAX_READ_BYTES = 64 * 1024 * 1024
 
-EVENTS = {"post-tool-use": "PostToolUse", "pre-compact": "PreCompact", "session-start": "SessionStart"}
+EVENTS = {"pre-tool-use": "PreToolUse", "post-tool-use": "PostToolUse", "pre-compact": "PreCompact", "session-start": "SessionStart"}
 _SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -199,6 +222,8 @@ def post_tool_use(payload: dict[str, Any]) -> dict[str, Any] | None:
         raise HookSkip
     stdout: str = resp["stdout"]
     stderr: str = resp.get("stderr") or ""
+    if stdout.startswith("[compactor: ") and not resp.get("persistedOutputPath"):
+        raise HookSkip  # printed by the PreToolUse wrapper: already compacted
     persisted = resp.get("persistedOutputPath")
     source_note = ""
     if isinstance(persisted, str) and persisted:
@@ -229,6 +254,162 @@ def post_tool_use(payload: dict[str, Any]) -> dict[str, Any] | None:
     updated["stdout"] = new_stdout
     updated["stderr"] = new_stderr
     return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": updated}}
+
+
+# ---------------------------------------------------------------------------- PreToolUse (Bash wrapper)
+
+
+#: every variable of the wrapper carries this prefix; a command already holding it is not wrapped again
+_WRAP_VAR = "__compactor_cap"
+_TOOL_USE_RE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
+def _runs_dir() -> Path:
+    return _state_dir() / "runs"
+
+
+def wrap_command(command: str, base: str, exe: str) -> str:
+    """The Bash command that runs ``command`` as Claude Code would and prints its output through
+    compactor.
+
+    - ``command`` is inserted verbatim (no re-quoting) inside ``{ …\\n}`` in a subshell, so quotes,
+      pipes, heredocs, ``&&``, subshells and env assignments mean exactly what they meant, and
+      Claude Code's permission rules still see its commands.
+    - stdout and stderr go to ``base.out``, in the order they were written; ``exit`` ends only the
+      subshell.
+    - As in Claude Code's own wrapper (``eval … && pwd -P >| file``), the final directory is kept
+      only when the command succeeds: it is written to ``base.cwd`` and the shell ``cd``s there.
+    - The exit status is the command's own.
+    - Fail open: if ``base.out`` cannot be written, the command's output goes straight to stdout;
+      if compactor cannot be run or fails, the captured output is printed as it is.
+    """
+    v = _WRAP_VAR
+    q = shlex.quote
+    return (
+        f"{v}={q(base)}; if ( : >>\"${v}.out\" ) 2>/dev/null; then {v}_o=\"${v}.out\"; "
+        f"else {v}=; {v}_o=/dev/stdout; fi\n"
+        f"( {{\n{command}\n}} && pwd -P >| \"${{{v}:-/dev/null}}${{{v}:+.cwd}}\" ) >\"${v}_o\" 2>&1\n"
+        f"{v}_rc=$?; if [ -n \"${v}\" ]; then "
+        f"if command -v {q(exe)} >/dev/null 2>&1; then {q(exe)} hook claude-code output \"${v}\" \"${v}_rc\" "
+        f"|| cat -- \"${v}.out\"; else cat -- \"${v}.out\"; fi; "
+        f"if [ \"${v}_rc\" = 0 ] && [ -s \"${v}.cwd\" ]; then cd -- \"$(cat -- \"${v}.cwd\")\" || :; fi; "
+        f"rm -f -- \"${v}.out\" \"${v}.cwd\"; fi; (exit \"${v}_rc\")"
+    )
+
+
+def pre_tool_use(payload: dict[str, Any], exe: str | None = None) -> dict[str, Any] | None:
+    """Rewrite a Bash call so its output is captured and printed through compactor."""
+    if payload.get("hook_event_name") not in (None, "PreToolUse"):
+        raise HookSkip
+    if payload.get("tool_name") != "Bash":
+        raise HookSkip
+    if os.environ.get("COMPACTOR_HOOK_WRAP", "").strip().lower() in ("0", "no", "off", "false"):
+        raise HookSkip
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        raise HookSkip
+    command = tool_input.get("command")
+    if not isinstance(command, str) or not command.strip() or _WRAP_VAR in command:
+        raise HookSkip
+    if tool_input.get("run_in_background"):
+        raise HookSkip  # its output is read later, in pieces, by another tool: leave it alone
+    tid = payload.get("tool_use_id")
+    name = tid if isinstance(tid, str) and _TOOL_USE_RE.fullmatch(tid) else "call"
+    runs = _runs_dir()
+    runs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _prune_runs(runs)
+    fd, base = tempfile.mkstemp(prefix=f"{name}-", suffix=".out", dir=runs)
+    os.close(fd)
+    base = base[: -len(".out")]
+    updated = dict(tool_input)
+    updated["command"] = wrap_command(command, base, exe or _compactor_exe())
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+
+
+#: capture files older than this (seconds) are removed: a kept cut output, or one left by a killed command
+RUNS_MAX_AGE = 24 * 3600
+
+
+def _prune_runs(runs: Path) -> None:
+    import time
+
+    cutoff = time.time() - RUNS_MAX_AGE
+    try:
+        with os.scandir(runs) as it:
+            for e in it:
+                try:
+                    if e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_mtime < cutoff:
+                        os.unlink(e.path)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+
+
+_CAPTURE_RE = re.compile(r"[A-Za-z0-9_-]{1,100}-[A-Za-z0-9_]{1,32}")
+
+
+def _capture_base(base: str) -> Path:
+    """The capture path given to ``output``, refused unless it is one the hook made."""
+    p = Path(base)
+    if p.parent.resolve() != _runs_dir().resolve() or _CAPTURE_RE.fullmatch(p.name) is None:
+        raise ValueError(f"{base[:200]!r} is not a capture file of compactor's PreToolUse hook")
+    return p
+
+
+def captured_text(raw: bytes, exit_code: int, keep_path: str) -> str | None:
+    """What the model is shown for one captured output, or ``None`` to show it verbatim (short,
+    or nothing folded). A failing command's result stays under :data:`FAILURE_INLINE_LIMIT`."""
+    text = raw.decode("utf-8", errors="replace")
+    if len(text) < _min_chars():
+        return None
+    compacted = _level1(text) if text.strip() else text
+    limit = INLINE_LIMIT if exit_code == 0 else FAILURE_INLINE_LIMIT
+    if compacted == text and len(text) <= limit:
+        return None
+    header = (f"[compactor: {len(text):,} characters of output compacted (Level 1: errors, traces and "
+              f"numbers verbatim; folded lines are placeholders, restore one with `compactor expand <ref>`)]\n")
+    return header + _fit(compacted, limit - len(header), f"full output: {keep_path}")
+
+
+def print_captured(base: str, exit_code: str, stdout: IO[bytes] | None = None,
+                   stderr: IO[str] | None = None) -> int:
+    """``compactor hook claude-code output BASE EXIT_CODE``: print a captured output (see
+    :func:`wrap_command`). Fails open: on any error the captured bytes are printed as they are."""
+    out = stdout or sys.stdout.buffer
+    err = stderr or sys.stderr
+    raw: bytes | None = None
+    try:
+        path = _capture_base(base)
+        out_file = Path(str(path) + ".out")
+        raw = out_file.read_bytes()
+        rc = int(exit_code)
+        keep = Path(str(path) + ".full.txt")
+        if len(raw) <= MAX_READ_BYTES:
+            text = captured_text(raw, rc, str(keep))
+        else:  # too large to compact quickly: its tail, where the final error is
+            text = _fit(raw[-FAILURE_INLINE_LIMIT * 8:].decode("utf-8", errors="replace"),
+                        FAILURE_INLINE_LIMIT, f"full output: {keep}")
+        out.write(raw if text is None else text.encode("utf-8"))
+        out.flush()
+        if text is not None and f"full output: {keep}" in text:
+            os.replace(out_file, keep)  # the wrapper removes .out; a cut output stays readable
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - fail open
+        msg = " ".join(str(exc).split())[:300] or type(exc).__name__
+        try:
+            err.write(f"compactor hook claude-code output: {type(exc).__name__}: {msg}; printed the output as it is\n")
+            err.flush()
+        except (OSError, ValueError):
+            pass
+        if raw is None:
+            return 1  # nothing printed: the wrapper prints the capture file itself
+        try:
+            out.write(raw)
+            out.flush()
+        except (OSError, ValueError):
+            return 1
+        return 0
 
 
 # ---------------------------------------------------------------------------- PreCompact / SessionStart
@@ -378,6 +559,8 @@ def _compactor_exe() -> str:
 def settings_snippet(exe: str = "compactor") -> dict[str, Any]:
     """The ``hooks`` block of a Claude Code settings.json that runs compactor's hooks."""
     return {"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": hook_command("pre-tool-use", exe), "timeout": 30}]}],
         "PostToolUse": [{"matcher": "Bash", "hooks": [
             {"type": "command", "command": hook_command("post-tool-use", exe), "timeout": 60}]}],
         "PreCompact": [{"hooks": [{"type": "command", "command": hook_command("pre-compact", exe), "timeout": 120}]}],
@@ -405,7 +588,7 @@ def settings_path(scope: str, project_dir: str | os.PathLike[str] | None = None)
     raise ValueError(f"unknown scope {scope!r}: use 'project' or 'user'")
 
 
-_OURS = re.compile(r"\bhook\s+claude-code\s+(post-tool-use|pre-compact|session-start)\b")
+_OURS = re.compile(r"\bhook\s+claude-code\s+(pre-tool-use|post-tool-use|pre-compact|session-start)\b")
 
 
 def merge_settings(settings: dict[str, Any], exe: str) -> tuple[dict[str, Any], bool]:
@@ -476,6 +659,8 @@ def _dispatch(host: str, event: str, payload: dict[str, Any]) -> Any:
         if event == "session-start":
             return session_start(payload, host="codex")
         raise ValueError(f"unknown Codex hook event {event!r}; expected pre-compact or session-start")
+    if event == "pre-tool-use":
+        return pre_tool_use(payload)
     if event == "post-tool-use":
         return post_tool_use(payload)
     if event == "pre-compact":

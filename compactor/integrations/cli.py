@@ -11,15 +11,17 @@ import sys
 
 __all__ = ["hook_main"]
 
-EVENTS = ("post-tool-use", "pre-compact", "session-start")
+EVENTS = ("pre-tool-use", "post-tool-use", "pre-compact", "session-start")
 
 USAGE = """usage: compactor hook claude-code EVENT            (reads the hook payload on stdin)
        compactor hook claude-code install [--user | --project] [--project-dir DIR]
        compactor hook claude-code settings            (print the settings.json snippet)
+       compactor hook claude-code output BASE EXIT    (used by the pre-tool-use wrapper: print a
+                                                       captured Bash output, compacted when long)
        compactor hook codex pre-compact|session-start (Codex CLI: the anchor across compaction)
        compactor hook codex settings                  (print the hooks.json snippet)
 
-EVENT is one of: post-tool-use, pre-compact, session-start.
+EVENT is one of: pre-tool-use, post-tool-use, pre-compact, session-start.
 Hooks fail open: on any error the tool output is left untouched, the reason goes to stderr, exit 0.
 """
 
@@ -40,7 +42,15 @@ def hook_main(argv: list[str]) -> int:
         (sys.stdout if rest else sys.stderr).write(USAGE)
         return 0 if rest else 2
     action, opts = rest[0], rest[1:]
-    if action in EVENTS and not (host == "codex" and action == "post-tool-use"):
+    if action == "output" and host == "claude-code":
+        if len(opts) != 2:
+            return _usage_error("output needs BASE and EXIT_CODE")
+        try:
+            from . import claude_code
+        except BaseException:  # noqa: BLE001 - the wrapper prints the capture itself
+            return 1
+        return claude_code.print_captured(opts[0], opts[1])
+    if action in EVENTS and not (host == "codex" and action in ("post-tool-use", "pre-tool-use")):
         if opts:
             return _usage_error(f"unexpected arguments {' '.join(opts)!r} for {action}")
         try:

@@ -9,6 +9,11 @@
   semantic placeholder, errors and traces stay verbatim) instead of being cleared to ``[cleared]``.
 - :class:`CompactorMiddleware`: a middleware (``wrap_model_call``) that compacts what is sent
   to the model to a token budget (Level 1 → 2 → 3). The agent's state keeps the full history.
+  It keeps one :class:`compactor.Session` per conversation (thread), found by content (see
+  :mod:`compactor.integrations.sessions`; at most ``max_sessions``, least recently used dropped
+  first): each model call compacts only the messages added since the previous one, and once the
+  request is over the budget it is compacted well under it, then grows by plain appends until
+  the budget is exceeded again, so the sent prefix stays the same (prompt caches stay valid).
 
 Messages are handed to compactor in the OpenAI chat layout (``convert_to_openai_messages``) and
 read back with ``convert_to_messages``. Install with ``pip install 'compactor[langchain]'``.
@@ -22,6 +27,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from compactor import BudgetError, Compactor, CompactorError, to_markdown
+
+from .sessions import DEFAULT_MAX_SESSIONS, SessionPool
 
 try:
     from langchain.agents.middleware import AgentMiddleware
@@ -104,12 +111,17 @@ class Level1Edit:
     but the newest ``keep`` is replaced by compactor's Level 1 of it, in place. Tool results
     that Level 1 leaves unchanged (errors, traces, short outputs) stay as they are; the
     originals of placeholders stay expandable (``Compactor.expand``) from the compactor's store.
+    One :class:`compactor.Session` per conversation (``self.sessions``, at most ``max_sessions``)
+    does the work, so each call compacts only the messages added since the previous one; the
+    result is the same as a one-shot Level 1.
     """
 
-    def __init__(self, *, trigger: int = 100_000, keep: int = 3, compactor: Compactor | None = None):
+    def __init__(self, *, trigger: int = 100_000, keep: int = 3, compactor: Compactor | None = None,
+                 max_sessions: int = DEFAULT_MAX_SESSIONS):
         self.trigger = trigger
         self.keep = keep
         self.compactor = _compactor(compactor)
+        self.sessions = SessionPool(self.compactor, max_sessions)
 
     def apply(self, messages: list[AnyMessage], *, count_tokens: Callable[[Sequence[BaseMessage]], int]) -> None:
         if count_tokens(messages) <= self.trigger:
@@ -121,7 +133,8 @@ class Level1Edit:
         oa = to_openai(messages)
         if len(oa) != len(messages):  # pragma: no cover - the converter is one-to-one
             return
-        result = self.compactor.compact(oa, format="openai-chat", level=1, keep_recent=self.keep)
+        with self.sessions.lock:
+            result = self.sessions.session_for(oa).compact(level=1, keep_recent=self.keep)
         out = result.messages
         if len(out) != len(messages):  # pragma: no cover - Level 1 never drops messages
             return
@@ -146,24 +159,35 @@ class CompactorMiddleware(AgentMiddleware):
     turns, the newest request and the user constraints stay. If even the protected evidence
     does not fit, the Level 1 result is sent (larger than the budget, nothing lost).
     The agent's state is not changed: only what the model is sent.
+
+    Each conversation has its :class:`compactor.Session` (``self.sessions``): over the budget
+    the request is compacted to ``low_water`` × budget (0.6 by default), then later calls append
+    to that until the budget is exceeded again. Older tool outputs collapse ``collapse_batch``
+    at a time.
     """
 
-    def __init__(self, budget: int, *, keep_recent: int = 3, compactor: Compactor | None = None):
+    def __init__(self, budget: int, *, keep_recent: int = 3, compactor: Compactor | None = None,
+                 collapse_batch: int = 1, max_sessions: int = DEFAULT_MAX_SESSIONS):
         super().__init__()
         if budget < 1:
             raise ValueError("budget must be a positive number of tokens")
         self.budget = budget
         self.keep_recent = keep_recent
+        self.collapse_batch = collapse_batch
         self.compactor = _compactor(compactor)
+        self.sessions = SessionPool(self.compactor, max_sessions)
         self.last_report = None  # the Report of the last compaction, for inspection
 
     def compact_messages(self, messages: Sequence[BaseMessage]) -> list[AnyMessage] | None:
         """The compacted messages, or ``None`` when they already fit the budget."""
         oa = to_openai(messages)
-        try:
-            result = self.compactor.compact(oa, format="openai-chat", budget=self.budget, keep_recent=self.keep_recent)
-        except BudgetError:
-            result = self.compactor.compact(oa, format="openai-chat", keep_recent=self.keep_recent)
+        options = {"keep_recent": self.keep_recent, "collapse_batch": self.collapse_batch}
+        with self.sessions.lock:
+            session = self.sessions.session_for(oa)
+            try:
+                result = session.compact(budget=self.budget, **options)
+            except BudgetError:  # the protected evidence alone is over budget: send Level 1, lose nothing
+                result = session.compact(**options)
         self.last_report = result.report
         if result.report.tokens_before <= self.budget:
             return None

@@ -5,6 +5,10 @@
   becomes a semantic placeholder, errors and traces stay verbatim), and with ``budget`` older
   turns are replaced by the anchor until the input fits. Only what the model is sent changes;
   the run's items and the session keep the full history.
+  The filter keeps one :class:`compactor.Session` per conversation (found by content, see
+  :mod:`compactor.integrations.sessions`; at most ``max_sessions``, least recently used dropped
+  first), so each model call compacts only the items added since the previous one and the
+  output extends the previous output (prompt caches stay valid).
 - :class:`CompactorSession`: a ``Session`` kept in compactor's SQLite store file, next to the
   placeholders' originals (one file holds the conversation and everything needed to expand
   what the model was shown). ``session.input_filter(...)`` gives a filter whose placeholders go
@@ -28,6 +32,8 @@ from typing import Any
 
 from compactor import BudgetError, Compactor, StoreError
 
+from .sessions import DEFAULT_MAX_SESSIONS, SessionPool
+
 try:
     from agents.memory.session import SessionABC
     from agents.run_config import CallModelData, ModelInputData
@@ -37,6 +43,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["CompactorInputFilter", "CompactorSession", "compact_items", "items_to_chat"]
 
 _KEY = "x_compactor_items"  # carries item indices through compactor (unknown keys are kept as they are)
+_TRAIL = "x_compactor_trailing"  # marks the stand-in for items after the last message
+#: older tool outputs collapse one at a time by default (the most compression); pass
+#: ``collapse_batch=10`` (a ``compactor.Session``'s own default) to extend the previous output byte
+#: for byte on most calls instead
+COLLAPSE_BATCH = 1
 
 
 def _text_of(content: Any) -> str | None:
@@ -88,7 +99,7 @@ def items_to_chat(items: Sequence[Any]) -> list[dict[str, Any]]:
             continue
         pending = []
     if pending:  # trailing items: kept as they are, whatever the budget (see _merge_back)
-        chat.append({"role": "assistant", "content": "", _KEY: pending})
+        chat.append({"role": "assistant", "content": "", _KEY: pending, _TRAIL: True})
     return chat
 
 
@@ -124,23 +135,43 @@ def _merge_back(items: Sequence[Any], before: list[dict[str, Any]], after: list[
 
 
 def compact_items(items: Sequence[Any], compactor: Compactor, *, budget: int | None = None,
-                  keep_recent: int = 3):
+                  keep_recent: int = 3, collapse_batch: int = 1, pool: SessionPool | None = None):
     """Compact Responses input items; returns ``(items, report)``. Items compactor does not
-    read are kept whole with the message that follows them."""
+    read are kept whole with the message that follows them.
+
+    With ``pool`` the conversation's :class:`compactor.Session` does the work (incremental, and
+    with ``budget`` the session's hysteresis keeps the output a prefix of the next one); without
+    budget the items are the same as without ``pool``."""
     chat = items_to_chat(items)
     if not chat:
         return list(items), None
-    options: dict[str, Any] = {"keep_recent": keep_recent}
+    options: dict[str, Any] = {"keep_recent": keep_recent, "collapse_batch": collapse_batch}
     if budget is not None:
         options["budget"] = budget
-    try:
-        result = compactor.compact(chat, format="openai-chat", **options)
-    except BudgetError:  # the protected evidence alone is over budget: send Level 1, lose nothing
-        options.pop("budget")
-        result = compactor.compact(chat, format="openai-chat", **options)
+    trailing: list[int] = []
+    if pool is not None:
+        if chat[-1].get(_TRAIL):  # items after the last message change shape as the run goes on:
+            trailing = chat.pop()[_KEY]  # they stay out of the session and are sent as they are
+        if not chat:
+            return list(items), None
+        with pool.lock:
+            session = pool.session_for(chat)
+            try:
+                result = session.compact(**options)
+            except BudgetError:  # the protected evidence alone is over budget: send Level 1, lose nothing
+                options.pop("budget")
+                result = session.compact(**options)
+    else:
+        try:
+            result = compactor.compact(chat, format="openai-chat", **options)
+        except BudgetError:
+            options.pop("budget")
+            result = compactor.compact(chat, format="openai-chat", **options)
     if budget is not None and result.report.tokens_before <= budget:
         return list(items), result.report  # fits already: the input goes out untouched
-    return _merge_back(items, chat, result.messages), result.report
+    out = _merge_back(items, chat, result.messages)
+    out.extend(items[i] for i in trailing)
+    return out, result.report
 
 
 class CompactorInputFilter:
@@ -150,22 +181,34 @@ class CompactorInputFilter:
     ``budget=N``: the input untouched while it fits N tokens, else Level 1 → 2 → 3 until it
     does (or Level 1 when even the protected evidence is larger). ``last_report`` holds the
     report of the last call.
+
+    One :class:`compactor.Session` per conversation (``self.sessions``, at most
+    ``max_sessions``): each call compacts only what was added since the previous call of the
+    same conversation. Older tool outputs collapse ``collapse_batch`` at a time: with 1 (the
+    default) every output collapses as soon as it leaves the newest ``keep_recent``, the most
+    compression, but the cached prefix breaks where it collapsed; with 10 most calls send the
+    previous input unchanged plus the new items. With ``budget`` the session compacts well under
+    the budget once and then appends until it is exceeded again (hysteresis).
     """
 
     def __init__(self, *, budget: int | None = None, keep_recent: int = 3, compactor: Compactor | None = None,
-                 store: str | os.PathLike[str] | None = None):
+                 store: str | os.PathLike[str] | None = None, collapse_batch: int = COLLAPSE_BATCH,
+                 max_sessions: int = DEFAULT_MAX_SESSIONS):
         if budget is not None and budget < 1:
             raise ValueError("budget must be a positive number of tokens")
         self.budget = budget
         self.keep_recent = keep_recent
+        self.collapse_batch = collapse_batch
         self.compactor = compactor if compactor is not None else Compactor(store=str(store) if store else None)
+        self.sessions = SessionPool(self.compactor, max_sessions)
         self.last_report = None
         self._lock = threading.Lock()
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         md = data.model_data
         with self._lock:
-            items, report = compact_items(md.input, self.compactor, budget=self.budget, keep_recent=self.keep_recent)
+            items, report = compact_items(md.input, self.compactor, budget=self.budget, keep_recent=self.keep_recent,
+                                          collapse_batch=self.collapse_batch, pool=self.sessions)
             self.last_report = report
         return ModelInputData(input=items, instructions=md.instructions)
 
@@ -252,9 +295,11 @@ class CompactorSession(SessionABC):
         await asyncio.to_thread(self._clear)
 
     # ------------------------------------------------------------------ compactor side
-    def input_filter(self, *, budget: int | None = None, keep_recent: int = 3) -> CompactorInputFilter:
+    def input_filter(self, *, budget: int | None = None, keep_recent: int = 3,
+                     collapse_batch: int = COLLAPSE_BATCH) -> CompactorInputFilter:
         """A ``call_model_input_filter`` writing placeholders' originals into this session's file."""
-        return CompactorInputFilter(budget=budget, keep_recent=keep_recent, compactor=self.compactor)
+        return CompactorInputFilter(budget=budget, keep_recent=keep_recent, compactor=self.compactor,
+                                    collapse_batch=collapse_batch, max_sessions=1)
 
     def expand(self, ref: str) -> str:
         return self.compactor.expand(ref)
