@@ -41,29 +41,122 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "(default: $COMPACTOR_STORE_MAX_MB or 256)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the arguments, only the command they name is built (a hook calling
+    ``compactor trim`` on every tool call does not pay for every other command's options)."""
     from . import __version__
 
     parser = _Parser(prog="compactor", description="Deterministic context compaction for agent trajectories and logs.")
     parser.add_argument("--version", action="version", version=f"compactor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    command = argv[0] if argv and not argv[0].startswith("-") else None
+    if command in _BUILDERS:
+        _BUILDERS[command](sub)
+        return parser
+    for add in _BUILDERS.values():
+        if add is _add_hook:
+            _add_policy_commands(sub)
+        add(sub)
+    return parser
 
+
+# ---------------------------------------------------------------------------- configuration flags
+# Every field of CompactorConfig is a flag of 'compact' and 'batch' (--field-name), generated from
+# the model: its type gives the flag's type or choices, its description the help. A new field
+# gets its flag without editing this file. Fields with a flag of their own are listed here.
+
+CONFIG_FLAGS_BY_HAND = {"rules": "--rules", "store": "--store"}  # the common flags (_add_common)
+
+
+def config_flag(name: str) -> str:
+    """The command-line flag of a CompactorConfig field."""
+    return CONFIG_FLAGS_BY_HAND.get(name) or "--" + name.replace("_", "-")
+
+
+def _config_fields() -> dict[str, Any]:
+    from . import CompactorConfig
+
+    return dict(CompactorConfig.model_fields)
+
+
+def _flag_type(annotation: Any) -> tuple[str, tuple]:
+    """('bool' | 'int' | 'float' | 'str' | 'choice' | 'list', choices) of a field's annotation."""
+    import types
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return "choice", typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _flag_type(args[0])
+    if origin in (tuple, list):
+        return "list", ()
+    for t in (bool, int, float, str):
+        if annotation is t:
+            return t.__name__, ()
+    raise TypeError(f"no command-line form for a setting of type {annotation!r}")
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    for name, f in _config_fields().items():
+        if name in CONFIG_FLAGS_BY_HAND:
+            continue
+        kind, choices = _flag_type(f.annotation)
+        text = (f.description or name.replace("_", " ")).split("\n")[0]
+        if kind == "bool":
+            if f.default:
+                p.add_argument("--no-" + name.replace("_", "-"), dest=name, action="store_false", default=None,
+                               help=text)
+            else:
+                p.add_argument(config_flag(name), dest=name, action="store_true", default=None, help=text)
+            continue
+        if f.default is not None:
+            text += f" (default {f.default})"
+        kw: dict[str, Any] = {"dest": name, "default": None, "help": text}
+        if kind == "choice":
+            kw["choices"] = [str(c) for c in choices]
+        elif kind == "list":
+            kw["action"] = "append"
+        else:
+            kw["type"] = {"int": int, "float": float, "str": str}[kind]
+            kw["metavar"] = {"int": "N", "float": "X", "str": "TEXT"}[kind]
+        p.add_argument(config_flag(name), **kw)
+
+
+def config_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The compaction settings given on the command line, as CompactorConfig keyword arguments
+    (settings not given are left to the model's defaults)."""
+    out: dict[str, Any] = {}
+    for name, f in _config_fields().items():
+        if name in CONFIG_FLAGS_BY_HAND:
+            continue
+        value = getattr(args, name, None)
+        if value is None or value == "":
+            continue
+        kind, choices = _flag_type(f.annotation)
+        if kind == "choice":
+            value = next(c for c in choices if str(c) == value)
+        elif kind == "list":
+            value = tuple(value)
+        out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------------------- commands' options
+
+
+def _add_compact(sub) -> None:
     p = sub.add_parser("compact", help="compact a trajectory or log, in its own layout")
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto")
     p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"])
-    p.add_argument("--lang", default="en", choices=["en", "zh"])
-    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
-    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
-    p.add_argument("--objective", default=None, metavar="TEXT")
-    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
-    p.add_argument("--redact", action="store_true", help="redact secrets in the output with typed placeholders")
-    p.add_argument("--llm", default=None, metavar="PROVIDER:MODEL", help="polish the anchor with an LLM (openai:MODEL or anthropic:MODEL)")
-    p.add_argument("--llm-base-url", default=None, metavar="URL")
-    p.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS")
+    _add_config_flags(p)
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
 
+
+def _add_trim(sub) -> None:
     p = sub.add_parser("trim", help="trim a CI log: keep errors and traces, fold the rest (streaming)")
     p.add_argument("input", nargs="?", default="-", help="file, or - for standard input (default)")
     p.add_argument("--context", type=int, default=2, help="lines kept around protected lines")
@@ -82,20 +175,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
 
-    _add_batch_command(sub)
 
+def _add_scan(sub) -> None:
     p = sub.add_parser("scan", help="print protected spans as JSON lines")
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto")
     _add_common(p)
 
+
+def _add_expand(sub) -> None:
     p = sub.add_parser("expand", help="print the exact original text behind a placeholder id")
     p.add_argument("id", help="placeholder id, e.g. c-3f9a0c17d2b4e881")
     _add_common(p)
 
+
+def _add_formats(sub) -> None:
     p = sub.add_parser("formats", help="list the supported layouts and how each is detected")
     _add_common(p)
 
+
+def _add_rules(sub) -> None:
     p = sub.add_parser("rules", help="list, explain and test rules")
     rsub = p.add_subparsers(dest="rules_command", metavar="ACTION", parser_class=_Parser)
     q = rsub.add_parser("list", help="list rules")
@@ -109,9 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-v", "--verbose", action="store_true")
     _add_common_rules_test(q)
 
+
+def _add_mcp(sub) -> None:
     p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
     _add_common(p)
 
+
+def _add_store(sub) -> None:
     p = sub.add_parser("store", help="placeholder store upkeep: stats, prune")
     ssub = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser)
     q = ssub.add_parser("stats", help="entries, bytes, cap, evicted ids, size on disk")
@@ -122,10 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print JSON")
     _add_common(q)
 
-    _add_policy_commands(sub)
+
+def _add_hook(sub) -> None:
     p = sub.add_parser("hook", help="agent hooks: 'compactor hook claude-code --help'", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
-    return parser
 
 
 def _add_batch_command(sub) -> None:
@@ -145,14 +248,17 @@ def _add_batch_command(sub) -> None:
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto per file")
     p.add_argument("--emit", default="messages", choices=["messages", "json", "anchor", "markdown", "report"],
                    help="messages (default): each input in its own layout; others add a suffix to the name")
-    p.add_argument("--lang", default="en", choices=["en", "zh"])
-    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
-    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
-    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
-    p.add_argument("--redact", action="store_true", help="redact secrets in the outputs")
+    _add_config_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     _add_common(p)
+
+
+_BUILDERS: dict[str, Callable[[Any], None]] = {
+    "compact": _add_compact, "trim": _add_trim, "batch": _add_batch_command, "scan": _add_scan,
+    "expand": _add_expand, "formats": _add_formats, "rules": _add_rules, "mcp": _add_mcp, "store": _add_store,
+    "hook": _add_hook,
+}
 
 
 def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
@@ -208,22 +314,7 @@ def _compactor(args, **options):
 def cmd_compact(args) -> int:
     from . import emit
 
-    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level)}
-    if args.budget is not None:
-        options["budget"] = args.budget
-    if args.objective:
-        options["objective"] = args.objective
-    if args.keep_recent is not None:
-        options["keep_recent"] = args.keep_recent
-    if args.redact:
-        options["redact"] = True
-    if args.llm:
-        options["llm"] = args.llm
-    if args.llm_base_url:
-        options["llm_base_url"] = args.llm_base_url
-    if args.llm_timeout is not None:
-        options["llm_timeout"] = args.llm_timeout
-    comp = _compactor(args, **options)
+    comp = _compactor(args, **config_options(args))
     source = None if args.input == "-" else args.input
     from .formats.inputs import make_probe, read_input
     from .formats import read_document
@@ -233,7 +324,7 @@ def cmd_compact(args) -> int:
         if d.code == "json-read-as-text" and args.format == "auto":
             sys.stderr.write(f"compactor: warning: {d.message}\n")
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
-    text = emit.render(result, args.emit, lang=args.lang)
+    text = emit.render(result, args.emit, lang=comp.config.lang)
     out, close = _open_out(args.output)
     try:
         out.write(text)
@@ -247,14 +338,7 @@ def cmd_compact(args) -> int:
 def cmd_batch(args) -> int:
     from .batch import BatchConfig, run
 
-    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level),
-                               "rules": tuple(args.rules), "store": _store_spec(args)}
-    if args.budget is not None:
-        options["budget"] = args.budget
-    if args.keep_recent is not None:
-        options["keep_recent"] = args.keep_recent
-    if args.redact:
-        options["redact"] = True
+    options: dict[str, Any] = {**config_options(args), "rules": tuple(args.rules), "store": _store_spec(args)}
     if args.workers is not None and args.workers < 1:
         from .errors import ConfigError
 
@@ -510,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     try:
-        parser = build_parser()
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
         if not args.command:
             parser.print_help(sys.stderr)

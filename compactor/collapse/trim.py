@@ -507,12 +507,12 @@ class Trimmer:
                 # lines kept only for a file:line reference or a number (not an error, trace, test
                 # failure or exit status) fold like the rest when the passing run printed that shape
                 # and so do context lines (around a span, not in one) that the passing run printed
-                strong = _lines_of((s for s in det.raw_spans if s.family not in WEAK_FAMILIES), 0, n)
+                strong = _lines_of((s for s in det.hits if s.family not in WEAK_FAMILIES), 0, n)
                 weak = protected - strong
         cut = n
         if not final and n > opt.carry_lines:
             cut = n - opt.carry_lines
-            for s in det.raw_spans:
+            for s in det.hits:
                 if s.line_end - 1 >= cut and s.line_start - 1 < cut:
                     cut = min(cut, s.line_start - 1 - opt.context)
             if cut <= 0:
@@ -567,7 +567,7 @@ class Trimmer:
         return out
 
     def _collect_annotations(self, det, view: TextView, cut: int) -> None:
-        for s in det.spans:
+        for s in det.resolved_hits:
             if s.family not in ("error", "trace", "test-failure", "fileref") or s.line_start - 1 >= cut:
                 continue
             for ln in range(s.line_start - 1, min(s.line_end, cut)):
