@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,10 +18,36 @@ __all__ = ["main"]
 
 
 def _dump(obj: Any) -> str:
+    import json
+
     return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
 
 
+def _columns() -> int:
+    """The terminal's width, as shutil.get_terminal_size() finds it (without importing shutil:
+    argparse builds a help formatter for every option added)."""
+    try:
+        n = int(os.environ.get("COLUMNS", "0"))
+        if n > 0:
+            return n
+    except ValueError:
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2
         from .errors import ConfigError
 
@@ -444,6 +468,8 @@ def cmd_scan(args) -> int:
 
     doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
     detector = Detector(load_rules(args.rules))
+    import json
+
     out = sys.stdout
     from .models import SegmentKind
 
@@ -607,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except CompactorError as exc:
         if verbose:
+            import traceback
+
             traceback.print_exc()
         _err(f"compactor: {exc.one_line()}")
         return exc.exit_code
@@ -624,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback unless -v
         if verbose:
+            import traceback
+
             traceback.print_exc()
         _err(f"compactor: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} (run with -v for the traceback and report it)")
         return 1

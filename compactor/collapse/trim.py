@@ -28,7 +28,7 @@ import os
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TextIO
 
 import regex
 
@@ -36,7 +36,9 @@ from ..detect import Detector
 from ..engine.matchers import TextView
 from ..normalize import normalize_line
 from .fold import informative, short, summarize, template_of
-from .store import Store, open_store
+
+if TYPE_CHECKING:  # the store (sqlite) is imported only when folded regions are kept
+    from .store import Store
 
 __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "Trimmer", "github_summary",
            "iter_decoded", "trim", "trim_stream", "trim_text"]
@@ -803,7 +805,9 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
     opts = options or TrimOptions(**{"receipt": False, **option_fields})
     det = _detector(tuple(str(r) for r in rules))
     base = _as_baseline(baseline)
-    if store is not None and not isinstance(store, Store):
+    if store is not None and isinstance(store, (str, os.PathLike)):
+        from .store import open_store
+
         store = open_store(store)
     t = Trimmer(det, opts, store, base)
     parts: list[str] = []

@@ -222,7 +222,7 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False
 # :func:`.records.check_rule_data`); the patterns are not recompiled (they were when the catalog
 # was written). The typed models are built from the same data only when something asks for them.
 
-CATALOG_VERSION = 2
+CATALOG_VERSION = 3
 
 
 def catalog_dir() -> Path | None:
@@ -259,27 +259,26 @@ def _catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
     return h.hexdigest()[:32]
 
 
-def _digest(payload: list) -> str:
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+# The file: one header line (JSON: version, key, digest), then the rules (JSON, one line); the
+# digest is the SHA-256 of the rules' bytes exactly as written, so reading needs no re-encoding.
 
 
 def _read_catalog(key: str) -> RuleSet | None:
+    import hashlib
     import json
 
     folder = catalog_dir()
     if folder is None:
         return None
     try:
-        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
-        payload = data["rules"]
-        if data.get("key") != key or not isinstance(payload, list):
+        header, _, body = (folder / f"{key}.json").read_bytes().partition(b"\n")
+        head = json.loads(header)
+        if head.get("catalog") != CATALOG_VERSION or head.get("key") != key:
             return None
-        if data.get("digest") != _digest(payload):
+        if head.get("digest") != hashlib.sha256(body).hexdigest():
             return None
-        if any(check_rule_data(r) is not None for r in payload):
+        payload = json.loads(body)
+        if not isinstance(payload, list) or any(check_rule_data(r) is not None for r in payload):
             return None
         if len({r["id"] for r in payload}) != len(payload):
             return None
@@ -289,20 +288,21 @@ def _read_catalog(key: str) -> RuleSet | None:
 
 
 def _write_catalog(key: str, ruleset: RuleSet) -> None:
+    import hashlib
     import json
     import tempfile
 
     folder = catalog_dir()
     if folder is None:
         return
-    payload = ruleset.data()
-    digest = _digest(payload)
+    body = json.dumps(ruleset.data(), ensure_ascii=False, separators=(",", ":")).encode()
+    header = json.dumps({"catalog": CATALOG_VERSION, "key": key, "digest": hashlib.sha256(body).hexdigest()})
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "digest": digest, "rules": payload}, fh, ensure_ascii=False)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(header.encode() + b"\n" + body)
             os.replace(tmp, folder / f"{key}.json")
         except BaseException:
             with contextlib.suppress(OSError):
