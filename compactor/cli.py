@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 __all__ = ["main"]
 
+MB = 1024 * 1024  # figures are shown in MiB
+
 
 def _dump(obj: Any) -> str:
     import json
@@ -49,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # one line, exit 2
-        from .errors import ConfigError
+        from . import ConfigError
 
         sub = " ".join(self.prog.split()[1:])
         raise ConfigError(f"{message} (see 'compactor {sub} --help')" if sub else f"{message} (see 'compactor --help')")
@@ -308,22 +310,21 @@ def _open_out(path: str | None):
     try:
         return open(path, "w", encoding="utf-8", newline=""), True
     except OSError as exc:
-        from .errors import InputError
+        from . import InputError
 
         raise InputError(f"cannot write output: {exc.strerror}", source=path) from None
 
 
 def _store_spec(args) -> str:
-    from .collapse.store import default_store_path
+    from . import default_store_path
 
     return args.store or str(default_store_path())
 
 
 def _open_store(args):
-    from .collapse.store import open_store, parse_max_mb
+    from . import open_store
 
-    cap = getattr(args, "store_max_mb", None)
-    return open_store(_store_spec(args), max_bytes=parse_max_mb(cap) if cap is not None else "default")
+    return open_store(_store_spec(args), max_mb=getattr(args, "store_max_mb", None))
 
 
 def _compactor(args, **options):
@@ -336,19 +337,16 @@ def _compactor(args, **options):
 
 
 def cmd_compact(args) -> int:
-    from . import emit
+    from . import load_document, render
 
     comp = _compactor(args, **config_options(args))
-    source = None if args.input == "-" else args.input
-    from .formats.inputs import make_probe, read_input
-    from .formats import read_document
-
-    doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
+    # a Path: '-' is standard input
+    doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
     for d in doc.diagnostics:
         if d.code == "json-read-as-text" and args.format == "auto":
             sys.stderr.write(f"compactor: warning: {d.message}\n")
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
-    text = emit.render(result, args.emit, lang=comp.config.lang)
+    text = render(result, args.emit, lang=comp.config.lang)
     out, close = _open_out(args.output)
     try:
         out.write(text)
@@ -364,7 +362,7 @@ def cmd_batch(args) -> int:
 
     options: dict[str, Any] = {**config_options(args), "rules": tuple(args.rules), "store": _store_spec(args)}
     if args.workers is not None and args.workers < 1:
-        from .errors import ConfigError
+        from . import ConfigError
 
         raise ConfigError("--workers must be at least 1")
     if args.context is not None:
@@ -389,11 +387,8 @@ def cmd_batch(args) -> int:
 
 
 def cmd_trim(args) -> int:
-    from . import TrimOptions, github_summary, load_rules
-    from .collapse.trim import check_text_log, trim_stream
-    from .detect import Detector
+    from . import TrimOptions, github_summary, trim_to
 
-    detector = Detector(load_rules(args.rules))
     receipt = "none" if args.no_receipt else args.receipt
     opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=receipt == "stdout")
     baseline = _load_baselines(args.baseline, args.baseline_dir)
@@ -401,14 +396,10 @@ def cmd_trim(args) -> int:
     out, close = _open_out(args.output)
     try:
         if args.input == "-":
-            stats = trim_stream(detector, sys.stdin.buffer, out, opts, store, baseline)
+            stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
         else:
-            p = Path(args.input)
-            _check_log_path(p, args.input)
-            with open(p, "rb") as fh:
-                check_text_log(fh.read(8192), args.input)
-                fh.seek(0)
-                stats = trim_stream(detector, fh, out, opts, store, baseline)
+            _check_log_path(Path(args.input), args.input)
+            stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
     except BrokenPipeError:
         # the reader went away: keep reading standard input to its end, so the producer upstream
         # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
@@ -429,7 +420,7 @@ def cmd_trim(args) -> int:
 
 
 def _check_log_path(p: Path, name: str) -> None:
-    from .errors import InputError
+    from . import InputError
 
     if not p.exists():
         raise InputError("no such file; check the path", source=name)
@@ -439,7 +430,7 @@ def _check_log_path(p: Path, name: str) -> None:
 
 def _load_baselines(files: list[str], dirs: list[str]):
     from . import Baseline
-    from .errors import InputError
+    from . import InputError
 
     paths: list[Path] = []
     for f in files:
@@ -460,52 +451,42 @@ def _load_baselines(files: list[str], dirs: list[str]):
 
 
 def cmd_scan(args) -> int:
-    from . import load_document
-    from .config import CompactorConfig
-    from .engine import load_rules
-    from .detect import Detector
-    from .normalize import normalize
-
-    doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
-    detector = Detector(load_rules(args.rules))
     import json
 
-    out = sys.stdout
-    from .models import SegmentKind
+    from . import Compactor, load_document
 
+    doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
+    comp = Compactor(rules=tuple(args.rules))
+    out = sys.stdout
     for seg in doc.segments:
-        if seg.kind == SegmentKind.tool_call:
+        if seg.kind == "tool_call":
             continue  # actions stay verbatim; their arguments are code, not evidence
-        det = detector.detect(normalize(seg.text), role=seg.role.value, segment_id=seg.id, step_id=seg.step_id)
-        for sp in det.spans:
+        diags: list = []
+        for sp in comp.scan(seg.text, role=seg.role.value, segment_id=seg.id, step_id=seg.step_id, diagnostics=diags):
             out.write(json.dumps(sp.model_dump(mode="json"), ensure_ascii=False) + "\n")
-        for d in det.diagnostics:
+        for d in diags:
             sys.stderr.write(f"compactor: warning: {d.message} (segment {seg.id})\n")
-    _ = CompactorConfig
     return 0
 
 
 def cmd_expand(args) -> int:
-    from .collapse.store import valid_id
-
-    ref = valid_id(args.id)
     store = _open_store(args)
-    data = store.get(ref)
+    data = store.get(args.id)  # a malformed id is refused, naming the expected form
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
     return 0
 
 
 def cmd_formats(args) -> int:
-    from .formats import REGISTRY
+    from . import FORMATS
 
-    for fmt in REGISTRY:
+    for fmt in FORMATS:
         sys.stdout.write(f"{fmt.name:<14} {fmt.title}\n{'':<14} detected by: {fmt.detection}\n")
     return 0
 
 
 def cmd_rules(args) -> int:
-    from .engine import check_rules, load_rules
+    from . import check_rule_dir, load_rules
 
     action = getattr(args, "rules_command", None)
     if action in (None, "list"):
@@ -521,7 +502,7 @@ def cmd_rules(args) -> int:
         rs = load_rules(args.rules)
         rule = rs.by_id.get(args.id)
         if rule is None:
-            from .errors import ConfigError
+            from . import ConfigError
 
             close = sorted(i for i in rs.by_id if args.id.split(".")[0] in i)[:5]
             raise ConfigError(f"no rule {args.id!r}" + (f"; did you mean: {', '.join(close)}" if close else "; see 'compactor rules list'"))
@@ -529,25 +510,13 @@ def cmd_rules(args) -> int:
         sys.stdout.write(_dump(d))
         return 0
     if action == "test":
-        from .engine.loader import RuleSet, load_uncached
-        from .engine.pump import pump_rule
-
-        rs: RuleSet = load_uncached((str(Path(args.dir).resolve()),), False)
-        results = check_rules(rs)
+        results = check_rule_dir(args.dir)
         failed = [r for r in results if not r.ok]
-        pump_failed = []
-        for rule in rs:
-            msg = pump_rule(rule)
-            if msg:
-                pump_failed.append((rule.id, msg))
         for r in results:
             if not r.ok or args.verbose:
                 sys.stdout.write(f"{'ok  ' if r.ok else 'FAIL'} {r.test_id}  {r.detail}\n")
-        for rid, msg in pump_failed:
-            sys.stdout.write(f"FAIL {rid}:pump  {msg}\n")
-        passed = len(results) - len(failed)
-        sys.stdout.write(f"{passed} passed, {len(failed) + len(pump_failed)} failed\n")
-        return 1 if failed or pump_failed else 0
+        sys.stdout.write(f"{len(results) - len(failed)} passed, {len(failed)} failed\n")
+        return 1 if failed else 0
     return 2
 
 
@@ -555,21 +524,19 @@ def cmd_mcp(args) -> int:
     try:
         from .integrations.mcp_server import run_stdio
     except ImportError as exc:
-        from .errors import ConfigError
+        from . import ConfigError
 
         raise ConfigError(f"{exc}") from None
     run_stdio(store=_store_spec(args), rules=tuple(args.rules))
 
 def cmd_store(args) -> int:
-    from .collapse.store import MB, parse_max_mb
-
     action = getattr(args, "store_command", None)
     if action is None:
-        from .errors import ConfigError
+        from . import ConfigError
 
         raise ConfigError("missing action: 'compactor store stats' or 'compactor store prune'")
     if not Path(_store_spec(args)).exists():
-        from .errors import InputError
+        from . import InputError
 
         raise InputError("no store here yet (nothing was compacted with this store)", source=_store_spec(args))
     store = _open_store(args)
@@ -586,8 +553,7 @@ def cmd_store(args) -> int:
                          f"evicted ids {st.evicted} (expanding one says so)\n"
                          f"on disk     {st.disk_bytes / MB:.2f} MB\n")
         return 0
-    target = parse_max_mb(args.to_mb, "--to-mb") if args.to_mb is not None else None
-    res = store.prune(target)
+    res = store.prune_to_mb(args.to_mb) if args.to_mb is not None else store.prune()
     if args.json:
         sys.stdout.write(_dump(res.to_dict()))
         return 0
@@ -611,7 +577,7 @@ COMMANDS: dict[str, Callable[[Any], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import CompactorError
+    from . import CompactorError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the store (sqlite) is imported only when folded regions are
     from .store import Store
 
 __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "Trimmer", "github_summary",
-           "iter_decoded", "trim", "trim_stream", "trim_text"]
+           "iter_decoded", "trim", "trim_stream", "trim_text", "trim_to"]
 
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _FILELINE = regex.compile(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
@@ -839,6 +839,25 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
         t.run(iter_decoded(io.BytesIO(data), t.stats, raw_sink=sink), parts.append)
     text = "".join(p if isinstance(p, str) else p.decode("utf-8", "replace") for p in parts)
     return TrimResult(text, t.stats, tuple(t.ranked_annotations()))
+
+
+def trim_to(out: TextIO, log: BinaryIO | str | os.PathLike[str], *, baseline: Baseline | None = None,
+            options: TrimOptions | None = None, rules: Iterable[str | Path] = (), store: Store | None = None,
+            source: str | None = None, **option_fields) -> TrimStats:
+    """Trim a CI log into the text stream ``out`` as it is read, in bounded memory (what ``compactor
+    trim`` runs); returns the figures (``.annotations``: the ranked failures). ``log``: a binary
+    stream, or the path of a file (binary data is refused, naming ``source`` or the path). A log
+    with nothing to fold is written back byte for byte. The other arguments are as for
+    :func:`trim`, except that the receipt line is written by default (``receipt=False`` to omit)."""
+    opts = options or TrimOptions(**option_fields)
+    det = _detector(tuple(str(r) for r in rules))
+    if isinstance(log, (str, os.PathLike)):
+        name = source or os.fspath(log)
+        with open(log, "rb") as fh:
+            check_text_log(fh.read(8192), name)
+            fh.seek(0)
+            return trim_stream(det, fh, out, opts, store, baseline)
+    return trim_stream(det, log, out, opts, store, baseline)
 
 
 def check_text_log(head: bytes, source: str) -> None:
