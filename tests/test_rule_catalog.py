@@ -24,7 +24,7 @@ def _fingerprint(rs) -> list[str]:
 
 
 def _catalogs(cache) -> list:
-    return sorted(cache.glob("*.json"))
+    return sorted(cache.glob("*.catalog"))
 
 
 def test_catalog_is_written_then_read_instead_of_the_files(cache, monkeypatch):
@@ -42,26 +42,28 @@ def test_catalog_is_written_then_read_instead_of_the_files(cache, monkeypatch):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "tamper", "invalid-but-consistent", "missing-field",
-                                    "wrong-section", "duplicate-id", "wrong-key", "old-version"])
+                                    "wrong-section", "duplicate-id", "wrong-key", "not-a-list", "old-version"])
 def test_a_damaged_catalog_is_never_used(cache, monkeypatch, damage):
     import hashlib
+    import marshal
 
     fresh = load_uncached((), True)
     load_uncached((), True, catalog=True)
     (path,) = _catalogs(cache)
     header, _, body = path.read_bytes().partition(b"\n")
-    head, rules = json.loads(header), json.loads(body)
+    head, rules = header.split(), marshal.loads(body)
+    assert head[0] == b"compactor-rule-catalog" and head[3] == hashlib.sha256(body).hexdigest().encode()
 
     def write(rules, *, digest: bool) -> None:  # digest=True: a consistent file, only validation can reject it
-        data = json.dumps(rules).encode()
+        data = marshal.dumps(rules)
         if digest:
-            head["digest"] = hashlib.sha256(data).hexdigest()
-        path.write_bytes(json.dumps(head).encode() + b"\n" + data)
+            head[3] = hashlib.sha256(data).hexdigest().encode()
+        path.write_bytes(b" ".join(head) + b"\n" + data)
 
     if damage == "truncate":
         path.write_bytes(path.read_bytes()[:100])
     elif damage == "garbage":
-        path.write_bytes(b"\x00\xff not json")
+        path.write_bytes(b"\x00\xff not a catalog")
     elif damage == "tamper":  # a rule changed without the digest
         rules[0]["priority"] = 1
         write(rules, digest=False)
@@ -79,10 +81,12 @@ def test_a_damaged_catalog_is_never_used(cache, monkeypatch, damage):
         rules.append(dict(rules[0]))
         write(rules, digest=True)
     elif damage == "wrong-key":
-        head["key"] = "0" * 32
+        head[2] = b"0" * 32
         write(rules, digest=False)
+    elif damage == "not-a-list":  # consistent, but not rule data
+        write({"rules": rules}, digest=True)
     else:
-        head["catalog"] = 1
+        head[1] = b"1"
         write(rules, digest=False)
     calls = []
     real = loader.parse_rule_file
@@ -138,7 +142,7 @@ def test_empty_cache_variable_disables_the_catalog(monkeypatch, tmp_path):
     assert loader.catalog_dir() is None
     load_uncached((), True, catalog=True)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert not list(tmp_path.rglob("*.json"))
+    assert not list(tmp_path.rglob("*.catalog"))
 
 
 def test_unwritable_cache_only_costs_speed(monkeypatch, tmp_path):

@@ -69,7 +69,7 @@ class RuleSet:
                 self._rules = [Rule.model_validate(d, context={"patterns_checked": True}) for d in self._data or ()]
             except ValidationError as exc:
                 err = exc.errors()[0]
-                raise RuleError(f"rule catalog {self.key}.json in {catalog_dir()}: field "
+                raise RuleError(f"rule catalog {self.key}.catalog in {catalog_dir()}: field "
                                 f"{_field_path(err['loc'])}: {err['msg']} (delete the file: it is rebuilt "
                                 "from the rule files)") from None
         return self._rules
@@ -214,7 +214,7 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False
 
 
 # ---------------------------------------------------------------------------- the on-disk catalog
-# One JSON file per set of rule files: the validated rules as plain data (every field, defaults
+# One file per set of rule files: the validated rules as plain data (every field, defaults
 # included), the key (a hash of compactor's version, the schema's source and every rule file's
 # path and content) and a digest of the payload. It is a cache: safe to delete, rebuilt when
 # anything differs, and never trusted blindly: the key and the digest are checked, and every
@@ -222,7 +222,7 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False
 # :func:`.records.check_rule_data`); the patterns are not recompiled (they were when the catalog
 # was written). The typed models are built from the same data only when something asks for them.
 
-CATALOG_VERSION = 3
+CATALOG_VERSION = 4
 
 
 def catalog_dir() -> Path | None:
@@ -259,51 +259,53 @@ def _catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
     return h.hexdigest()[:32]
 
 
-# The file: one header line (JSON: version, key, digest), then the rules (JSON, one line); the
-# digest is the SHA-256 of the rules' bytes exactly as written, so reading needs no re-encoding.
+# The file: one header line ``compactor-rule-catalog VERSION KEY DIGEST``, then the rules as
+# plain data in ``marshal`` form (lists, dicts, strings, numbers: the fastest form Python reads
+# back, with nothing to import); the digest is the SHA-256 of those bytes exactly as written. The
+# folder is private to the user (0700), like the literal engine's compiled databases beside it.
+
+_MAGIC = b"compactor-rule-catalog"
 
 
 def _read_catalog(key: str) -> RuleSet | None:
     import hashlib
-    import json
+    import marshal
 
     folder = catalog_dir()
     if folder is None:
         return None
     try:
-        header, _, body = (folder / f"{key}.json").read_bytes().partition(b"\n")
-        head = json.loads(header)
-        if head.get("catalog") != CATALOG_VERSION or head.get("key") != key:
-            return None
-        if head.get("digest") != hashlib.sha256(body).hexdigest():
-            return None
-        payload = json.loads(body)
-        if not isinstance(payload, list) or any(check_rule_data(r) is not None for r in payload):
+        header, _, body = (folder / f"{key}.catalog").read_bytes().partition(b"\n")
+        if header.split() != [_MAGIC, str(CATALOG_VERSION).encode(), key.encode(),
+                              hashlib.sha256(body).hexdigest().encode()]:
+            return None  # another version or key, or the bytes changed since they were written
+        payload = marshal.loads(body)
+        if type(payload) is not list or any(check_rule_data(r) is not None for r in payload):
             return None
         if len({r["id"] for r in payload}) != len(payload):
             return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
         return None  # missing, partial, corrupt or from another schema: rebuilt from the files
     return RuleSet.from_data(payload, key)
 
 
 def _write_catalog(key: str, ruleset: RuleSet) -> None:
     import hashlib
-    import json
+    import marshal
     import tempfile
 
     folder = catalog_dir()
     if folder is None:
         return
-    body = json.dumps(ruleset.data(), ensure_ascii=False, separators=(",", ":")).encode()
-    header = json.dumps({"catalog": CATALOG_VERSION, "key": key, "digest": hashlib.sha256(body).hexdigest()})
+    body = marshal.dumps(ruleset.data())
+    header = b" ".join([_MAGIC, str(CATALOG_VERSION).encode(), key.encode(), hashlib.sha256(body).hexdigest().encode()])
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(header.encode() + b"\n" + body)
-            os.replace(tmp, folder / f"{key}.json")
+                fh.write(header + b"\n" + body)
+            os.replace(tmp, folder / f"{key}.catalog")
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
