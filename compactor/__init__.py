@@ -59,6 +59,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TrimStats": (".collapse.trim", "TrimStats"),
     "github_summary": (".collapse.trim", "github_summary"),
     "default_store_path": (".collapse.store", "default_store_path"),
+    "open_store": (".collapse.store", "open_store"),
+    "Store": (".collapse.store", "Store"),
+    "trim_to": (".collapse.trim", "trim_to"),
+    "render": (".emit", "render"),
+    "check_rule_dir": (".engine", "check_rule_dir"),
 }
 
 
@@ -79,10 +84,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from .anchor import build_anchor, merge, to_markdown, to_seed_json
-    from .collapse.store import default_store_path
-    from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim
+    from .collapse.store import Store, default_store_path, open_store
+    from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim, trim_to
+    from .emit import render
     from .config import CompactorConfig
-    from .engine import load_rules
+    from .engine import check_rule_dir, load_rules
     from .formats import REGISTRY as FORMATS, Document, Edits, load_document
     from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, Span
     from .pipeline import Compactor, compact
@@ -112,6 +118,7 @@ __all__ = [
     "Segment",
     "Session",
     "Span",
+    "Store",
     "StoreError",
     "TriggerDecision",
     "TrimOptions",
@@ -119,6 +126,7 @@ __all__ = [
     "TrimStats",
     "__version__",
     "build_anchor",
+    "check_rule_dir",
     "compact",
     "default_store_path",
     "get_counter",
@@ -126,9 +134,12 @@ __all__ = [
     "load_document",
     "load_rules",
     "merge",
+    "open_store",
+    "render",
     "should_compact",
     "to_markdown",
     "to_seed_json",
     "trim",
+    "trim_to",
     "__version__",
 ]

@@ -9,23 +9,49 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["main"]
 
+MB = 1024 * 1024  # figures are shown in MiB
+
 
 def _dump(obj: Any) -> str:
+    import json
+
     return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
 
 
+def _columns() -> int:
+    """The terminal's width, as shutil.get_terminal_size() finds it (without importing shutil:
+    argparse builds a help formatter for every option added)."""
+    try:
+        n = int(os.environ.get("COLUMNS", "0"))
+        if n > 0:
+            return n
+    except ValueError:
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2
-        from .errors import ConfigError
+        from . import ConfigError
 
         sub = " ".join(self.prog.split()[1:])
         raise ConfigError(f"{message} (see 'compactor {sub} --help')" if sub else f"{message} (see 'compactor --help')")
@@ -41,29 +67,122 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "(default: $COMPACTOR_STORE_MAX_MB or 256)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the arguments, only the command they name is built (a hook calling
+    ``compactor trim`` on every tool call does not pay for every other command's options)."""
     from . import __version__
 
     parser = _Parser(prog="compactor", description="Deterministic context compaction for agent trajectories and logs.")
     parser.add_argument("--version", action="version", version=f"compactor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    command = argv[0] if argv and not argv[0].startswith("-") else None
+    if command in _BUILDERS:
+        _BUILDERS[command](sub)
+        return parser
+    for add in _BUILDERS.values():
+        if add is _add_hook:
+            _add_policy_commands(sub)
+        add(sub)
+    return parser
 
+
+# ---------------------------------------------------------------------------- configuration flags
+# Every field of CompactorConfig is a flag of 'compact' and 'batch' (--field-name), generated from
+# the model: its type gives the flag's type or choices, its description the help. A new field
+# gets its flag without editing this file. Fields with a flag of their own are listed here.
+
+CONFIG_FLAGS_BY_HAND = {"rules": "--rules", "store": "--store"}  # the common flags (_add_common)
+
+
+def config_flag(name: str) -> str:
+    """The command-line flag of a CompactorConfig field."""
+    return CONFIG_FLAGS_BY_HAND.get(name) or "--" + name.replace("_", "-")
+
+
+def _config_fields() -> dict[str, Any]:
+    from . import CompactorConfig
+
+    return dict(CompactorConfig.model_fields)
+
+
+def _flag_type(annotation: Any) -> tuple[str, tuple]:
+    """('bool' | 'int' | 'float' | 'str' | 'choice' | 'list', choices) of a field's annotation."""
+    import types
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return "choice", typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _flag_type(args[0])
+    if origin in (tuple, list):
+        return "list", ()
+    for t in (bool, int, float, str):
+        if annotation is t:
+            return t.__name__, ()
+    raise TypeError(f"no command-line form for a setting of type {annotation!r}")
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    for name, f in _config_fields().items():
+        if name in CONFIG_FLAGS_BY_HAND:
+            continue
+        kind, choices = _flag_type(f.annotation)
+        text = (f.description or name.replace("_", " ")).split("\n")[0]
+        if kind == "bool":
+            if f.default:
+                p.add_argument("--no-" + name.replace("_", "-"), dest=name, action="store_false", default=None,
+                               help=text)
+            else:
+                p.add_argument(config_flag(name), dest=name, action="store_true", default=None, help=text)
+            continue
+        if f.default is not None:
+            text += f" (default {f.default})"
+        kw: dict[str, Any] = {"dest": name, "default": None, "help": text}
+        if kind == "choice":
+            kw["choices"] = [str(c) for c in choices]
+        elif kind == "list":
+            kw["action"] = "append"
+        else:
+            kw["type"] = {"int": int, "float": float, "str": str}[kind]
+            kw["metavar"] = {"int": "N", "float": "X", "str": "TEXT"}[kind]
+        p.add_argument(config_flag(name), **kw)
+
+
+def config_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The compaction settings given on the command line, as CompactorConfig keyword arguments
+    (settings not given are left to the model's defaults)."""
+    out: dict[str, Any] = {}
+    for name, f in _config_fields().items():
+        if name in CONFIG_FLAGS_BY_HAND:
+            continue
+        value = getattr(args, name, None)
+        if value is None or value == "":
+            continue
+        kind, choices = _flag_type(f.annotation)
+        if kind == "choice":
+            value = next(c for c in choices if str(c) == value)
+        elif kind == "list":
+            value = tuple(value)
+        out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------------------- commands' options
+
+
+def _add_compact(sub) -> None:
     p = sub.add_parser("compact", help="compact a trajectory or log, in its own layout")
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto")
     p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"])
-    p.add_argument("--lang", default="en", choices=["en", "zh"])
-    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
-    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
-    p.add_argument("--objective", default=None, metavar="TEXT")
-    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
-    p.add_argument("--redact", action="store_true", help="redact secrets in the output with typed placeholders")
-    p.add_argument("--llm", default=None, metavar="PROVIDER:MODEL", help="polish the anchor with an LLM (openai:MODEL or anthropic:MODEL)")
-    p.add_argument("--llm-base-url", default=None, metavar="URL")
-    p.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS")
+    _add_config_flags(p)
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
 
+
+def _add_trim(sub) -> None:
     p = sub.add_parser("trim", help="trim a CI log: keep errors and traces, fold the rest (streaming)")
     p.add_argument("input", nargs="?", default="-", help="file, or - for standard input (default)")
     p.add_argument("--context", type=int, default=2, help="lines kept around protected lines")
@@ -82,20 +201,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
 
-    _add_batch_command(sub)
 
+def _add_scan(sub) -> None:
     p = sub.add_parser("scan", help="print protected spans as JSON lines")
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto")
     _add_common(p)
 
+
+def _add_expand(sub) -> None:
     p = sub.add_parser("expand", help="print the exact original text behind a placeholder id")
     p.add_argument("id", help="placeholder id, e.g. c-3f9a0c17d2b4e881")
     _add_common(p)
 
+
+def _add_formats(sub) -> None:
     p = sub.add_parser("formats", help="list the supported layouts and how each is detected")
     _add_common(p)
 
+
+def _add_rules(sub) -> None:
     p = sub.add_parser("rules", help="list, explain and test rules")
     rsub = p.add_subparsers(dest="rules_command", metavar="ACTION", parser_class=_Parser)
     q = rsub.add_parser("list", help="list rules")
@@ -109,9 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-v", "--verbose", action="store_true")
     _add_common_rules_test(q)
 
+
+def _add_mcp(sub) -> None:
     p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
     _add_common(p)
 
+
+def _add_store(sub) -> None:
     p = sub.add_parser("store", help="placeholder store upkeep: stats, prune")
     ssub = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser)
     q = ssub.add_parser("stats", help="entries, bytes, cap, evicted ids, size on disk")
@@ -122,10 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print JSON")
     _add_common(q)
 
-    _add_policy_commands(sub)
+
+def _add_hook(sub) -> None:
     p = sub.add_parser("hook", help="agent hooks: 'compactor hook claude-code --help'", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
-    return parser
 
 
 def _add_batch_command(sub) -> None:
@@ -145,14 +274,17 @@ def _add_batch_command(sub) -> None:
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto per file")
     p.add_argument("--emit", default="messages", choices=["messages", "json", "anchor", "markdown", "report"],
                    help="messages (default): each input in its own layout; others add a suffix to the name")
-    p.add_argument("--lang", default="en", choices=["en", "zh"])
-    p.add_argument("--budget", type=int, default=None, metavar="TOKENS")
-    p.add_argument("--level", default="auto", choices=["auto", "0", "1", "2", "3"])
-    p.add_argument("--keep-recent", type=int, default=None, metavar="K", help="last K tool outputs stay raw (default 3)")
-    p.add_argument("--redact", action="store_true", help="redact secrets in the outputs")
+    _add_config_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     _add_common(p)
+
+
+_BUILDERS: dict[str, Callable[[Any], None]] = {
+    "compact": _add_compact, "trim": _add_trim, "batch": _add_batch_command, "scan": _add_scan,
+    "expand": _add_expand, "formats": _add_formats, "rules": _add_rules, "mcp": _add_mcp, "store": _add_store,
+    "hook": _add_hook,
+}
 
 
 def _add_common_rules_test(q: argparse.ArgumentParser) -> None:
@@ -178,22 +310,21 @@ def _open_out(path: str | None):
     try:
         return open(path, "w", encoding="utf-8", newline=""), True
     except OSError as exc:
-        from .errors import InputError
+        from . import InputError
 
         raise InputError(f"cannot write output: {exc.strerror}", source=path) from None
 
 
 def _store_spec(args) -> str:
-    from .collapse.store import default_store_path
+    from . import default_store_path
 
     return args.store or str(default_store_path())
 
 
 def _open_store(args):
-    from .collapse.store import open_store, parse_max_mb
+    from . import open_store
 
-    cap = getattr(args, "store_max_mb", None)
-    return open_store(_store_spec(args), max_bytes=parse_max_mb(cap) if cap is not None else "default")
+    return open_store(_store_spec(args), max_mb=getattr(args, "store_max_mb", None))
 
 
 def _compactor(args, **options):
@@ -206,34 +337,16 @@ def _compactor(args, **options):
 
 
 def cmd_compact(args) -> int:
-    from . import emit
+    from . import load_document, render
 
-    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level)}
-    if args.budget is not None:
-        options["budget"] = args.budget
-    if args.objective:
-        options["objective"] = args.objective
-    if args.keep_recent is not None:
-        options["keep_recent"] = args.keep_recent
-    if args.redact:
-        options["redact"] = True
-    if args.llm:
-        options["llm"] = args.llm
-    if args.llm_base_url:
-        options["llm_base_url"] = args.llm_base_url
-    if args.llm_timeout is not None:
-        options["llm_timeout"] = args.llm_timeout
-    comp = _compactor(args, **options)
-    source = None if args.input == "-" else args.input
-    from .formats.inputs import make_probe, read_input
-    from .formats import read_document
-
-    doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
+    comp = _compactor(args, **config_options(args))
+    # a Path: '-' is standard input
+    doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
     for d in doc.diagnostics:
         if d.code == "json-read-as-text" and args.format == "auto":
             sys.stderr.write(f"compactor: warning: {d.message}\n")
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
-    text = emit.render(result, args.emit, lang=args.lang)
+    text = render(result, args.emit, lang=comp.config.lang)
     out, close = _open_out(args.output)
     try:
         out.write(text)
@@ -247,16 +360,9 @@ def cmd_compact(args) -> int:
 def cmd_batch(args) -> int:
     from .batch import BatchConfig, run
 
-    options: dict[str, Any] = {"lang": args.lang, "level": args.level if args.level == "auto" else int(args.level),
-                               "rules": tuple(args.rules), "store": _store_spec(args)}
-    if args.budget is not None:
-        options["budget"] = args.budget
-    if args.keep_recent is not None:
-        options["keep_recent"] = args.keep_recent
-    if args.redact:
-        options["redact"] = True
+    options: dict[str, Any] = {**config_options(args), "rules": tuple(args.rules), "store": _store_spec(args)}
     if args.workers is not None and args.workers < 1:
-        from .errors import ConfigError
+        from . import ConfigError
 
         raise ConfigError("--workers must be at least 1")
     if args.context is not None:
@@ -281,11 +387,8 @@ def cmd_batch(args) -> int:
 
 
 def cmd_trim(args) -> int:
-    from . import TrimOptions, github_summary, load_rules
-    from .collapse.trim import check_text_log, trim_stream
-    from .detect import Detector
+    from . import TrimOptions, github_summary, trim_to
 
-    detector = Detector(load_rules(args.rules))
     receipt = "none" if args.no_receipt else args.receipt
     opts = TrimOptions(context=max(0, args.context), github=args.github, receipt=receipt == "stdout")
     baseline = _load_baselines(args.baseline, args.baseline_dir)
@@ -293,14 +396,10 @@ def cmd_trim(args) -> int:
     out, close = _open_out(args.output)
     try:
         if args.input == "-":
-            stats = trim_stream(detector, sys.stdin.buffer, out, opts, store, baseline)
+            stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
         else:
-            p = Path(args.input)
-            _check_log_path(p, args.input)
-            with open(p, "rb") as fh:
-                check_text_log(fh.read(8192), args.input)
-                fh.seek(0)
-                stats = trim_stream(detector, fh, out, opts, store, baseline)
+            _check_log_path(Path(args.input), args.input)
+            stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
     except BrokenPipeError:
         # the reader went away: keep reading standard input to its end, so the producer upstream
         # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
@@ -321,7 +420,7 @@ def cmd_trim(args) -> int:
 
 
 def _check_log_path(p: Path, name: str) -> None:
-    from .errors import InputError
+    from . import InputError
 
     if not p.exists():
         raise InputError("no such file; check the path", source=name)
@@ -331,7 +430,7 @@ def _check_log_path(p: Path, name: str) -> None:
 
 def _load_baselines(files: list[str], dirs: list[str]):
     from . import Baseline
-    from .errors import InputError
+    from . import InputError
 
     paths: list[Path] = []
     for f in files:
@@ -352,50 +451,42 @@ def _load_baselines(files: list[str], dirs: list[str]):
 
 
 def cmd_scan(args) -> int:
-    from . import load_document
-    from .config import CompactorConfig
-    from .engine import load_rules
-    from .detect import Detector
-    from .normalize import normalize
+    import json
+
+    from . import Compactor, load_document
 
     doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
-    detector = Detector(load_rules(args.rules))
+    comp = Compactor(rules=tuple(args.rules))
     out = sys.stdout
-    from .models import SegmentKind
-
     for seg in doc.segments:
-        if seg.kind == SegmentKind.tool_call:
+        if seg.kind == "tool_call":
             continue  # actions stay verbatim; their arguments are code, not evidence
-        det = detector.detect(normalize(seg.text), role=seg.role.value, segment_id=seg.id, step_id=seg.step_id)
-        for sp in det.spans:
+        diags: list = []
+        for sp in comp.scan(seg.text, role=seg.role.value, segment_id=seg.id, step_id=seg.step_id, diagnostics=diags):
             out.write(json.dumps(sp.model_dump(mode="json"), ensure_ascii=False) + "\n")
-        for d in det.diagnostics:
+        for d in diags:
             sys.stderr.write(f"compactor: warning: {d.message} (segment {seg.id})\n")
-    _ = CompactorConfig
     return 0
 
 
 def cmd_expand(args) -> int:
-    from .collapse.store import valid_id
-
-    ref = valid_id(args.id)
     store = _open_store(args)
-    data = store.get(ref)
+    data = store.get(args.id)  # a malformed id is refused, naming the expected form
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
     return 0
 
 
 def cmd_formats(args) -> int:
-    from .formats import REGISTRY
+    from . import FORMATS
 
-    for fmt in REGISTRY:
+    for fmt in FORMATS:
         sys.stdout.write(f"{fmt.name:<14} {fmt.title}\n{'':<14} detected by: {fmt.detection}\n")
     return 0
 
 
 def cmd_rules(args) -> int:
-    from .engine import check_rules, load_rules
+    from . import check_rule_dir, load_rules
 
     action = getattr(args, "rules_command", None)
     if action in (None, "list"):
@@ -411,7 +502,7 @@ def cmd_rules(args) -> int:
         rs = load_rules(args.rules)
         rule = rs.by_id.get(args.id)
         if rule is None:
-            from .errors import ConfigError
+            from . import ConfigError
 
             close = sorted(i for i in rs.by_id if args.id.split(".")[0] in i)[:5]
             raise ConfigError(f"no rule {args.id!r}" + (f"; did you mean: {', '.join(close)}" if close else "; see 'compactor rules list'"))
@@ -419,25 +510,13 @@ def cmd_rules(args) -> int:
         sys.stdout.write(_dump(d))
         return 0
     if action == "test":
-        from .engine.loader import RuleSet, load_uncached
-        from .engine.pump import pump_rule
-
-        rs: RuleSet = load_uncached((str(Path(args.dir).resolve()),), False)
-        results = check_rules(rs)
+        results = check_rule_dir(args.dir)
         failed = [r for r in results if not r.ok]
-        pump_failed = []
-        for rule in rs:
-            msg = pump_rule(rule)
-            if msg:
-                pump_failed.append((rule.id, msg))
         for r in results:
             if not r.ok or args.verbose:
                 sys.stdout.write(f"{'ok  ' if r.ok else 'FAIL'} {r.test_id}  {r.detail}\n")
-        for rid, msg in pump_failed:
-            sys.stdout.write(f"FAIL {rid}:pump  {msg}\n")
-        passed = len(results) - len(failed)
-        sys.stdout.write(f"{passed} passed, {len(failed) + len(pump_failed)} failed\n")
-        return 1 if failed or pump_failed else 0
+        sys.stdout.write(f"{len(results) - len(failed)} passed, {len(failed)} failed\n")
+        return 1 if failed else 0
     return 2
 
 
@@ -445,21 +524,19 @@ def cmd_mcp(args) -> int:
     try:
         from .integrations.mcp_server import run_stdio
     except ImportError as exc:
-        from .errors import ConfigError
+        from . import ConfigError
 
         raise ConfigError(f"{exc}") from None
     run_stdio(store=_store_spec(args), rules=tuple(args.rules))
 
 def cmd_store(args) -> int:
-    from .collapse.store import MB, parse_max_mb
-
     action = getattr(args, "store_command", None)
     if action is None:
-        from .errors import ConfigError
+        from . import ConfigError
 
         raise ConfigError("missing action: 'compactor store stats' or 'compactor store prune'")
     if not Path(_store_spec(args)).exists():
-        from .errors import InputError
+        from . import InputError
 
         raise InputError("no store here yet (nothing was compacted with this store)", source=_store_spec(args))
     store = _open_store(args)
@@ -476,8 +553,7 @@ def cmd_store(args) -> int:
                          f"evicted ids {st.evicted} (expanding one says so)\n"
                          f"on disk     {st.disk_bytes / MB:.2f} MB\n")
         return 0
-    target = parse_max_mb(args.to_mb, "--to-mb") if args.to_mb is not None else None
-    res = store.prune(target)
+    res = store.prune_to_mb(args.to_mb) if args.to_mb is not None else store.prune()
     if args.json:
         sys.stdout.write(_dump(res.to_dict()))
         return 0
@@ -501,7 +577,7 @@ COMMANDS: dict[str, Callable[[Any], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import CompactorError
+    from . import CompactorError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports
@@ -510,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
         return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     try:
-        parser = build_parser()
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
         if not args.command:
             parser.print_help(sys.stderr)
@@ -523,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except CompactorError as exc:
         if verbose:
+            import traceback
+
             traceback.print_exc()
         _err(f"compactor: {exc.one_line()}")
         return exc.exit_code
@@ -540,6 +618,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback unless -v
         if verbose:
+            import traceback
+
             traceback.print_exc()
         _err(f"compactor: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} (run with -v for the traceback and report it)")
         return 1

@@ -17,9 +17,9 @@ class CompactorConfig(BaseModel):
     level: Literal["auto", 0, 1, 2, 3] = Field(default="auto", description="auto: escalate until the budget is met (Level 1 when no budget)")
     budget: int | None = Field(default=None, ge=1, description="target size of the output in tokens")
     objective: str | None = Field(default=None, description="current objective (overrides what the input says)")
-    lang: Literal["en", "zh"] = "en"
+    lang: Literal["en", "zh"] = Field(default="en", description="language of the anchor and the summaries")
     rules: tuple[str, ...] = Field(default=(), description="extra rule directories")
-    encoding: str = "cl100k_base"
+    encoding: str = Field(default="cl100k_base", description="tokenizer the token counts are made with")
     keep_recent: int = Field(default=3, ge=0, description="the last K tool outputs stay raw")
     collapse_batch: int = Field(default=1, ge=1, le=1000,
                                 description="older tool outputs collapse this many at a time (a session's "
@@ -33,15 +33,15 @@ class CompactorConfig(BaseModel):
     long_trace_lines: int = Field(default=80, ge=10, description="traces longer than this keep header, frames, first/last lines")
     long_trace_keep: int = Field(default=5, ge=1, description="first and last lines kept verbatim in a long trace")
     file_read_lines: int = Field(default=40, ge=5, description="file reads longer than this become path + line range")
-    max_json_depth: int = Field(default=512, ge=8, le=10_000)
+    max_json_depth: int = Field(default=512, ge=8, le=10_000, description="deeper JSON input is refused (an input error)")
     store: str | None = Field(default=None, description="None = in-memory; a directory or a .sqlite file")
-    redact: bool = False
+    redact: bool = Field(default=False, description="redact secrets in the output with typed placeholders")
     handoff_after: int = Field(default=2, ge=1, description="recommend a new session after this many Level 3 compactions")
     anchor_max_tokens: int = Field(default=2000, ge=0, description="size bound of the anchor's written form (0: none); filled by priority, the rest counted as overflow")
-    llm: str | None = None
-    llm_base_url: str | None = None
-    llm_timeout: float = 60.0
-    llm_retries: int = 2
+    llm: str | None = Field(default=None, description="polish the anchor with an LLM (openai:MODEL or anthropic:MODEL)")
+    llm_base_url: str | None = Field(default=None, description="the LLM provider's API base URL")
+    llm_timeout: float = Field(default=60.0, description="seconds per LLM request")
+    llm_retries: int = Field(default=2, description="retries of a failed LLM request")
 
 
 def make_config(config: CompactorConfig | None = None, **options) -> CompactorConfig:

@@ -2,25 +2,67 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, NamedTuple
 
-from .engine import RuleSet, TextView, compile_rule, resolve_spans, scan
-from .models import Diagnostic, Severity, Span
+from .engine import RuleSet, TextView, compile_rule, resolve_spans
+from .engine.matchers import _make_span, find_all
 
-__all__ = ["DetectResult", "Detector"]
+if TYPE_CHECKING:
+    from .models import Diagnostic, Span
+
+__all__ = ["DetectResult", "Detector", "Hit"]
 
 
-@dataclass(frozen=True)
+class Hit(NamedTuple):
+    """One rule match as plain values (1-based inclusive lines, like :class:`~.models.Span`)."""
+
+    rule_id: str
+    family: str
+    priority: int
+    start: int
+    end: int
+    line_start: int
+    line_end: int
+    text: str
+
+
 class DetectResult:
-    spans: tuple[Span, ...]
-    diagnostics: tuple[Diagnostic, ...] = ()
-    protect_all: bool = False  # a rule timed out: keep the whole text verbatim
-    raw_spans: tuple[Span, ...] = field(default=(), repr=False)  # before overlap resolution
+    """What the protect rules found in one text.
+
+    ``hits`` / ``resolved_hits`` are plain tuples; ``raw_spans`` / ``spans`` are the same as typed
+    :class:`~.models.Span` models, built on first use (a command that only needs the lines, such
+    as ``compactor trim``, never builds them)."""
+
+    def __init__(self, hits: tuple[Hit, ...], diagnostics: tuple[Diagnostic, ...] = (), protect_all: bool = False,
+                 *, segment_id: str | None = None, step_id: str | None = None):
+        self.hits = hits  # sorted by (start, end, rule id), before overlap resolution
+        self.diagnostics = diagnostics
+        self.protect_all = protect_all  # a rule timed out: keep the whole text verbatim
+        self.segment_id = segment_id
+        self.step_id = step_id
+
+    @cached_property
+    def resolved_hits(self) -> tuple[Hit, ...]:
+        return tuple(resolve_spans(list(self.hits)))
+
+    @cached_property
+    def raw_spans(self) -> tuple[Span, ...]:
+        return tuple(self._span(h) for h in self.hits)
+
+    @cached_property
+    def spans(self) -> tuple[Span, ...]:
+        raw = {id(h): s for h, s in zip(self.hits, self.raw_spans)}
+        return tuple(raw[id(h)] for h in self.resolved_hits)
+
+    def _span(self, h: Hit) -> Span:
+        return _make_span(h.rule_id, h.family, self.segment_id, h.start, h.end, h.line_start, h.line_end, h.text,
+                          h.priority, self.step_id)
 
     def protected_lines(self, context: int = 0, nlines: int | None = None) -> set[int]:
         """0-based line numbers covered by any span (unresolved: the union), widened by context."""
         out: set[int] = set()
-        for s in self.raw_spans or self.spans:
+        for s in self.hits:
             lo = max(0, s.line_start - 1 - context)
             hi = s.line_end - 1 + context
             if nlines is not None:
@@ -28,12 +70,15 @@ class DetectResult:
             out.update(range(lo, hi + 1))
         return out
 
+    def __repr__(self) -> str:
+        return f"DetectResult(hits={len(self.hits)}, protect_all={self.protect_all})"
+
 
 class Detector:
-    """Compiled protect rules, ready to run on many texts."""
+    """Compiled protect rules, ready to run on many texts (patterns compile on first use)."""
 
     def __init__(self, ruleset: RuleSet, *, stage: str = "protect", families: set[str] | None = None):
-        rules = ruleset.stage(stage)
+        rules = ruleset.records(stage)
         if families is not None:
             rules = [r for r in rules if r.family in families]
         self.rules = [compile_rule(r) for r in rules]
@@ -41,14 +86,20 @@ class Detector:
 
     def detect_view(self, view: TextView, *, role: str | None = None, segment_id: str | None = None,
                     step_id: str | None = None) -> DetectResult:
-        spans, timeouts = scan(view, self.rules, role=role, segment_id=segment_id, step_id=step_id)
-        diags = tuple(
-            Diagnostic(code="rule-timeout", severity=Severity.warning, rule_id=rid, segment_id=segment_id,
-                       message=f"rule {rid} ran out of time on this text; the text is kept verbatim")
-            for rid in timeouts
-        )
-        raw = tuple(sorted(spans, key=lambda s: (s.start, s.end, s.rule_id)))
-        return DetectResult(tuple(resolve_spans(spans)), diags, bool(timeouts), raw)
+        found, timeouts = find_all(view, self.rules, role=role)
+        diags: tuple = ()
+        if timeouts:
+            from .models import Diagnostic, Severity
+
+            diags = tuple(
+                Diagnostic(code="rule-timeout", severity=Severity.warning, rule_id=rid, segment_id=segment_id,
+                           message=f"rule {rid} ran out of time on this text; the text is kept verbatim")
+                for rid in timeouts
+            )
+        text = view.text
+        hits = sorted((Hit(cr.id, cr.family, cr.priority, a, b, ls + 1, le + 1, text[a:b])
+                       for cr, a, b, ls, le, _elidable in found), key=lambda h: (h.start, h.end, h.rule_id))
+        return DetectResult(tuple(hits), diags, bool(timeouts), segment_id=segment_id, step_id=step_id)
 
     def detect(self, text: str, **kw) -> DetectResult:
         return self.detect_view(TextView(text), **kw)

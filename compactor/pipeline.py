@@ -233,8 +233,14 @@ class Compactor:
     def expand(self, ref: str) -> str:
         return self.store.get(ref).decode("utf-8", errors="surrogatepass")
 
-    def scan(self, text: str, *, role: str = "tool") -> list[Span]:
-        return list(self.detector.detect(normalize(text), role=role).spans)
+    def scan(self, text: str, *, role: str = "tool", segment_id: str | None = None, step_id: str | None = None,
+             diagnostics: list[Diagnostic] | None = None) -> list[Span]:
+        """The protected spans of one text (what Level 1 keeps verbatim). A rule that ran out of
+        time is reported in ``diagnostics`` when a list is given."""
+        det = self.detector.detect(normalize(text), role=role, segment_id=segment_id, step_id=step_id)
+        if diagnostics is not None:
+            diagnostics.extend(det.diagnostics)
+        return list(det.spans)
 
     def _level1_only(self, doc: Document) -> PipelineState:
         state = PipelineState(doc, self.config, Conversation(self), level1=self.level1)

@@ -131,6 +131,11 @@ class Store:
         (default: the cap), and give the space back to the file system."""
         raise NotImplementedError
 
+    def prune_to_mb(self, mb: str | float) -> PruneResult:
+        """:meth:`prune` to a size in megabytes (a number or its text, as ``--to-mb`` takes it; a
+        bad value raises :class:`~compactor.ConfigError`)."""
+        return self.prune(parse_max_mb(mb, "--to-mb"))
+
     def __contains__(self, ref: str) -> bool:
         try:
             self.get(ref)
@@ -601,10 +606,14 @@ def default_store_path() -> Path:
     return Path(base) / "compactor" / "store.sqlite"
 
 
-def open_store(spec: str | os.PathLike[str] | None, max_bytes: int | None | str = "default") -> Store:
+def open_store(spec: str | os.PathLike[str] | None = None, max_bytes: int | None | str = "default", *,
+               max_mb: str | float | None = None) -> Store:
     """``None``/'memory' → MemoryStore; a ``*.sqlite``/``*.db`` path → SqliteStore; else DirStore.
     ``max_bytes``: the size cap ("default": ``$COMPACTOR_STORE_MAX_MB`` or :data:`DEFAULT_MAX_MB` MB;
-    ``None``: unbounded)."""
+    ``None``: unbounded); or ``max_mb``, the cap in megabytes (a number or its text, as the
+    ``--store-max-mb`` flag takes it; a bad value raises :class:`~compactor.ConfigError`)."""
+    if max_mb is not None:
+        max_bytes = parse_max_mb(max_mb)
     if spec is None or str(spec) == "memory":
         return MemoryStore(max_bytes=max_bytes)
     p = Path(spec)

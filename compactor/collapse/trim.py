@@ -28,7 +28,7 @@ import os
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TextIO
 
 import regex
 
@@ -36,10 +36,12 @@ from ..detect import Detector
 from ..engine.matchers import TextView
 from ..normalize import normalize_line
 from .fold import informative, short, summarize, template_of
-from .store import Store, open_store
+
+if TYPE_CHECKING:  # the store (sqlite) is imported only when folded regions are kept
+    from .store import Store
 
 __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "Trimmer", "github_summary",
-           "iter_decoded", "trim", "trim_stream", "trim_text"]
+           "iter_decoded", "trim", "trim_stream", "trim_text", "trim_to"]
 
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _FILELINE = regex.compile(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
@@ -507,12 +509,12 @@ class Trimmer:
                 # lines kept only for a file:line reference or a number (not an error, trace, test
                 # failure or exit status) fold like the rest when the passing run printed that shape
                 # and so do context lines (around a span, not in one) that the passing run printed
-                strong = _lines_of((s for s in det.raw_spans if s.family not in WEAK_FAMILIES), 0, n)
+                strong = _lines_of((s for s in det.hits if s.family not in WEAK_FAMILIES), 0, n)
                 weak = protected - strong
         cut = n
         if not final and n > opt.carry_lines:
             cut = n - opt.carry_lines
-            for s in det.raw_spans:
+            for s in det.hits:
                 if s.line_end - 1 >= cut and s.line_start - 1 < cut:
                     cut = min(cut, s.line_start - 1 - opt.context)
             if cut <= 0:
@@ -567,7 +569,7 @@ class Trimmer:
         return out
 
     def _collect_annotations(self, det, view: TextView, cut: int) -> None:
-        for s in det.spans:
+        for s in det.resolved_hits:
             if s.family not in ("error", "trace", "test-failure", "fileref") or s.line_start - 1 >= cut:
                 continue
             for ln in range(s.line_start - 1, min(s.line_end, cut)):
@@ -803,7 +805,9 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
     opts = options or TrimOptions(**{"receipt": False, **option_fields})
     det = _detector(tuple(str(r) for r in rules))
     base = _as_baseline(baseline)
-    if store is not None and not isinstance(store, Store):
+    if store is not None and isinstance(store, (str, os.PathLike)):
+        from .store import open_store
+
         store = open_store(store)
     t = Trimmer(det, opts, store, base)
     parts: list[str] = []
@@ -835,6 +839,25 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
         t.run(iter_decoded(io.BytesIO(data), t.stats, raw_sink=sink), parts.append)
     text = "".join(p if isinstance(p, str) else p.decode("utf-8", "replace") for p in parts)
     return TrimResult(text, t.stats, tuple(t.ranked_annotations()))
+
+
+def trim_to(out: TextIO, log: BinaryIO | str | os.PathLike[str], *, baseline: Baseline | None = None,
+            options: TrimOptions | None = None, rules: Iterable[str | Path] = (), store: Store | None = None,
+            source: str | None = None, **option_fields) -> TrimStats:
+    """Trim a CI log into the text stream ``out`` as it is read, in bounded memory (what ``compactor
+    trim`` runs); returns the figures (``.annotations``: the ranked failures). ``log``: a binary
+    stream, or the path of a file (binary data is refused, naming ``source`` or the path). A log
+    with nothing to fold is written back byte for byte. The other arguments are as for
+    :func:`trim`, except that the receipt line is written by default (``receipt=False`` to omit)."""
+    opts = options or TrimOptions(**option_fields)
+    det = _detector(tuple(str(r) for r in rules))
+    if isinstance(log, (str, os.PathLike)):
+        name = source or os.fspath(log)
+        with open(log, "rb") as fh:
+            check_text_log(fh.read(8192), name)
+            fh.seek(0)
+            return trim_stream(det, fh, out, opts, store, baseline)
+    return trim_stream(det, log, out, opts, store, baseline)
 
 
 def check_text_log(head: bytes, source: str) -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 _LAZY: dict[str, str] = {
     "Classification": ".classify", "Classifier": ".classify", "render_summary": ".classify",
-    "ExampleResult": ".examples", "check_rule": ".examples", "check_rules": ".examples",
+    "ExampleResult": ".examples", "check_rule": ".examples", "check_rules": ".examples", "check_rule_dir": ".examples",
     "RuleSet": ".loader", "builtin_rules_dir": ".loader", "load_rules": ".loader",
     "CompiledRule": ".matchers", "RuleTimeout": ".matchers", "TextView": ".matchers", "compile_rule": ".matchers",
     "resolve_spans": ".matchers", "scan": ".matchers",
@@ -29,7 +29,7 @@ def __getattr__(name: str):  # imported on first use: a command pays only for wh
 
 if TYPE_CHECKING:
     from .classify import Classification, Classifier, render_summary
-    from .examples import ExampleResult, check_rule, check_rules
+    from .examples import ExampleResult, check_rule, check_rule_dir, check_rules
     from .loader import RuleSet, builtin_rules_dir, load_rules
     from .matchers import CompiledRule, RuleTimeout, TextView, compile_rule, resolve_spans, scan
     from .schema import FAMILIES, Rule

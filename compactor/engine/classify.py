@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import regex
@@ -72,17 +73,28 @@ class _CompiledClassifier:
         assert spec is not None
         self.rule = rule
         self.spec = spec
-        self.commands = [_compile(p, 0) for p in spec.commands]
-        self.content = [_compile(p, regex.MULTILINE) for p in spec.content]
-        self.captures = [(c, _compile(c.pattern, _flags(c.flags) | regex.MULTILINE)) for c in spec.captures]
+
+    # patterns are compiled on first use: a process that never sees a tool output long enough for a
+    # rule (or never sees the command a rule names) does not pay for compiling it
+    @cached_property
+    def commands(self) -> list[regex.Pattern]:
+        return [_compile(p, 0) for p in self.spec.commands]
+
+    @cached_property
+    def content(self) -> list[regex.Pattern]:
+        return [_compile(p, regex.MULTILINE) for p in self.spec.content]
+
+    @cached_property
+    def captures(self) -> list[tuple]:
+        return [(c, _compile(c.pattern, _flags(c.flags) | regex.MULTILINE)) for c in self.spec.captures]
 
     def matches(self, text: str, lines: list[str], command: str | None) -> bool:
-        by_cmd = bool(command) and any(p.search(command[:4096]) for p in self.commands)
+        by_cmd = bool(command) and bool(self.spec.commands) and any(p.search(command[:4096]) for p in self.commands)
         if by_cmd and not self.spec.content_required:
             return True
-        if not self.content:
+        if not self.spec.content:
             return False
-        if self.commands and command and not by_cmd:
+        if self.spec.commands and command and not by_cmd:
             return False  # the command says it is something else
         window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
             "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])

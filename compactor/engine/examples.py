@@ -23,6 +23,8 @@ class ExampleResult:
 
     @property
     def test_id(self) -> str:
+        if self.kind == "pump":
+            return f"{self.rule_id}:pump"
         return f"{self.rule_id}:{self.kind}[{self.index}]"
 
 
@@ -102,4 +104,23 @@ def check_rules(rules) -> list[ExampleResult]:
     out: list[ExampleResult] = []
     for r in rules:
         out.extend(check_rule(r))
+    return out
+
+
+def check_rule_dir(directory) -> list[ExampleResult]:
+    """Test the rules of one directory (without the built-in ones, read afresh, not from the
+    catalog): every example of every rule, then a timing check of each rule on adversarial input
+    (``kind == "pump"`` results, failing when a rule is slow per megabyte). Bad rule files raise
+    :class:`~compactor.RuleError` listing every problem."""
+    from pathlib import Path
+
+    from .loader import load_uncached
+    from .pump import pump_rule
+
+    rs = load_uncached((str(Path(directory).resolve()),), False)
+    out = check_rules(rs)
+    for rule in rs:
+        msg = pump_rule(rule)
+        if msg:
+            out.append(ExampleResult(rule.id, "pump", 0, "", False, msg))
     return out

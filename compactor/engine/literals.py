@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from bisect import bisect_right
 from itertools import accumulate
 from operator import add
@@ -58,19 +57,12 @@ def literal_key(literal: str, ignore_case: bool) -> tuple[str, bool]:
 
 
 def available_engines() -> list[str]:
-    out = []
-    try:
-        import hyperscan  # noqa: F401
+    """The installed engines, best first (looked up, not imported: an engine is imported when a
+    scanner first needs it)."""
+    from importlib.util import find_spec
 
-        out.append("hyperscan")
-    except ImportError:
-        pass
-    try:
-        import ahocorasick_rs  # noqa: F401
-
-        out.append("ahocorasick")
-    except ImportError:
-        pass
+    out = [name for name, module in (("hyperscan", "hyperscan"), ("ahocorasick", "ahocorasick_rs"))
+           if find_spec(module) is not None]
     out.append("python")
     return out
 
@@ -81,6 +73,11 @@ def _cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "compactor"
+
+
+# a scanner whose engine compactor picks answers the first this many characters with str.find (the
+# same results): loading the automaton costs more than a short text's lookups
+PYTHON_FIRST_CHARS = 64 * 1024
 
 
 class LiteralScanner:
@@ -100,7 +97,13 @@ class LiteralScanner:
                 self._bytes_keys.append((key, lit.encode("utf-8", "surrogatepass"), ci and lit.isascii()))
         engines = available_engines()
         if engine is None:
-            engine = os.environ.get("COMPACTOR_LITERAL_ENGINE") or engines[0]
+            engine = os.environ.get("COMPACTOR_LITERAL_ENGINE")
+            # chosen by compactor: the first texts go through str.find until there is enough text
+            # to repay building (or loading) the engine's automaton (a short process stays short)
+            self._python_until = 0 if engine else PYTHON_FIRST_CHARS
+            engine = engine or engines[0]
+        else:
+            self._python_until = 0
         if engine not in ENGINES:
             raise ValueError(f"unknown literal engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if engine not in engines:
@@ -110,20 +113,33 @@ class LiteralScanner:
         self.engine = engine
         self._db = None
         self._ac = None
-        if engine == "hyperscan":
-            import hyperscan
+        self._scanned = 0  # characters scanned so far
+        if not self._python_until:  # an engine asked for by name is ready at once
+            self._prepare()
 
-            self._terminated = hyperscan.ScanTerminated
-            self._db = _hyperscan_db(self._bytes_keys)
-        elif engine == "ahocorasick":
-            self._ac = _ahocorasick(self._bytes_keys)
+    def _prepare(self) -> None:
+        try:
+            if self.engine == "hyperscan" and self._db is None:
+                import hyperscan
+
+                self._terminated = hyperscan.ScanTerminated
+                self._db = _hyperscan_db(self._bytes_keys)
+            elif self.engine == "ahocorasick" and self._ac is None:
+                self._ac = _ahocorasick(self._bytes_keys)
+        except ImportError:  # installed but unusable (a missing shared library): str.find gives the same
+            self.engine = "python"
 
     # ------------------------------------------------------------------ scanning
     def scan(self, view: TextView) -> None:
         todo = [k for k in self.keys if k not in view._hits]
         if not todo:
             return
-        if self.engine == "python" or len(todo) < len(self.keys):
+        self._scanned += len(view.text)
+        use_engine = self.engine != "python" and len(todo) == len(self.keys) and self._scanned >= self._python_until
+        if use_engine:
+            self._prepare()
+            use_engine = self.engine != "python"
+        if not use_engine:
             for lit, ci in todo:
                 view.lines_with(lit, ci)
             return
@@ -307,6 +323,8 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
     db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".literals-", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(hyperscan.dumpb(db))

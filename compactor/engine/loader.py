@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tomllib
 from functools import lru_cache
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from ..errors import RuleError
-from .schema import Rule
+from .records import Record, check_rule_data, to_record
+
+if TYPE_CHECKING:
+    from .schema import Rule
 
 __all__ = ["RuleSet", "builtin_rules_dir", "load_rules"]
 
@@ -30,17 +31,79 @@ def builtin_rules_dir() -> Path:
 
 
 class RuleSet:
-    """Validated rules, grouped by stage, in a total order (stage, priority desc, id)."""
+    """Validated rules, grouped by stage, in a total order (stage, priority desc, id).
+
+    A set read from the on-disk catalog holds the rules as checked plain data: the scanning
+    engines work on :meth:`records`, and the typed :class:`~.schema.Rule` models (``rules``,
+    ``by_id``, ``stage()``) are built from that data on first use, so a command that only scans
+    never builds them."""
 
     def __init__(self, rules: list[Rule]):
-        self.rules = sorted(rules, key=lambda r: (r.stage, -r.priority, r.id))
-        self.by_id = {r.id: r for r in self.rules}
+        self._rules: list[Rule] | None = sorted(rules, key=lambda r: (r.stage, -r.priority, r.id))
+        self._data: list[dict] | None = None
+        self._by_id: dict[str, Rule] | None = None
+        self._records: dict[str, list[Record]] = {}
+        self.key: str | None = None  # the catalog key when read from or written to the catalog
+
+    @classmethod
+    def from_data(cls, data: list[dict], key: str) -> RuleSet:
+        """From checked catalog data (see :func:`.records.check_rule_data`)."""
+        rs = cls.__new__(cls)
+        rs._rules = None
+        rs._data = sorted(data, key=lambda d: (d["stage"], -d["priority"], d["id"]))
+        rs._by_id = None
+        rs._records = {}
+        rs.key = key
+        return rs
+
+    @property
+    def rules(self) -> list[Rule]:
+        if self._rules is None:
+            from pydantic import ValidationError
+
+            from .schema import Rule
+
+            # the catalog was validated when it was written and checked when read: the patterns
+            # were compiled then, the rest is validated again here
+            try:
+                self._rules = [Rule.model_validate(d, context={"patterns_checked": True}) for d in self._data or ()]
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise RuleError(f"rule catalog {self.key}.catalog in {catalog_dir()}: field "
+                                f"{_field_path(err['loc'])}: {err['msg']} (delete the file: it is rebuilt "
+                                "from the rule files)") from None
+        return self._rules
+
+    @property
+    def by_id(self) -> dict[str, Rule]:
+        if self._by_id is None:
+            self._by_id = {r.id: r for r in self.rules}
+        return self._by_id
 
     def stage(self, stage: str) -> list[Rule]:
         return [r for r in self.rules if r.stage == stage and r.enabled]
 
+    def records(self, stage: str) -> list[Record]:
+        """The enabled rules of a stage as plain :class:`Record` s, in the set's order (what the
+        scanning engines take: no typed models are built)."""
+        out = self._records.get(stage)
+        if out is None:
+            if self._data is not None and self.key is not None:
+                out = [to_record(d, ("catalog", self.key, d["id"])) for d in self._data
+                       if d["stage"] == stage and d["enabled"]]
+            else:
+                out = [to_record(r.model_dump(mode="json"), (r.id, r.model_dump_json())) for r in self.stage(stage)]
+            self._records[stage] = out
+        return out
+
+    def data(self) -> list[dict]:
+        """Every rule as plain data (field names, every field), the catalog's form."""
+        if self._data is None:
+            self._data = [r.model_dump(mode="json") for r in self.rules]
+        return self._data
+
     def __len__(self) -> int:
-        return len(self.rules)
+        return len(self._rules if self._rules is not None else self._data or ())
 
     def __iter__(self):
         return iter(self.rules)
@@ -59,6 +122,12 @@ def _field_path(loc: tuple) -> str:
 
 
 def parse_rule_file(path: Path, problems: list[str]) -> Rule | None:
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from .schema import Rule
+
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
@@ -139,18 +208,21 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False
         )
     ruleset = RuleSet(list(rules.values()))
     if key is not None:
+        ruleset.key = key
         _write_catalog(key, ruleset)
     return ruleset
 
 
 # ---------------------------------------------------------------------------- the on-disk catalog
-# One JSON file per set of rule files: the validated rules, the key (a hash of compactor's
-# version, the schema and every rule file's path and content) and a digest of the payload. It is
-# a cache: safe to delete, rebuilt when anything differs, and never trusted blindly: the key and
-# the digest are checked, and every rule is validated again (types, ranges, the kind's section),
-# only the patterns are not recompiled (they were when the catalog was written).
+# One file per set of rule files: the validated rules as plain data (every field, defaults
+# included), the key (a hash of compactor's version, the schema's source and every rule file's
+# path and content) and a digest of the payload. It is a cache: safe to delete, rebuilt when
+# anything differs, and never trusted blindly: the key and the digest are checked, and every
+# rule's data is checked again without the typed models (types, ranges, the kind's section:
+# :func:`.records.check_rule_data`); the patterns are not recompiled (they were when the catalog
+# was written). The typed models are built from the same data only when something asks for them.
 
-CATALOG_VERSION = 1
+CATALOG_VERSION = 4
 
 
 def catalog_dir() -> Path | None:
@@ -170,7 +242,12 @@ def _catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
 
     h = hashlib.sha256()
     h.update(f"compactor {__version__} catalog {CATALOG_VERSION}\0".encode())
-    h.update(repr(sorted(Rule.model_fields)).encode())
+    here = Path(__file__).resolve().parent
+    for module in ("schema.py", "records.py"):  # the schema the data was validated against
+        try:
+            h.update(hashlib.sha256((here / module).read_bytes()).digest())
+        except OSError:
+            h.update(b"no schema source")
     for root, paths in files:
         h.update(f"root {root.resolve()}\0".encode("utf-8", "surrogateescape"))
         for path in paths:
@@ -182,44 +259,53 @@ def _catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
     return h.hexdigest()[:32]
 
 
+# The file: one header line ``compactor-rule-catalog VERSION KEY DIGEST``, then the rules as
+# plain data in ``marshal`` form (lists, dicts, strings, numbers: the fastest form Python reads
+# back, with nothing to import); the digest is the SHA-256 of those bytes exactly as written. The
+# folder is private to the user (0700), like the literal engine's compiled databases beside it.
+
+_MAGIC = b"compactor-rule-catalog"
+
+
 def _read_catalog(key: str) -> RuleSet | None:
     import hashlib
-    import json
+    import marshal
 
     folder = catalog_dir()
     if folder is None:
         return None
     try:
-        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
-        payload = data["rules"]
-        if data.get("key") != key or not isinstance(payload, list):
+        header, _, body = (folder / f"{key}.catalog").read_bytes().partition(b"\n")
+        if header.split() != [_MAGIC, str(CATALOG_VERSION).encode(), key.encode(),
+                              hashlib.sha256(body).hexdigest().encode()]:
+            return None  # another version or key, or the bytes changed since they were written
+        payload = marshal.loads(body)
+        if type(payload) is not list or any(check_rule_data(r) is not None for r in payload):
             return None
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-        if data.get("digest") != digest:
+        if len({r["id"] for r in payload}) != len(payload):
             return None
-        rules = [Rule.model_validate(r, context={"patterns_checked": True}) for r in payload]
-    except (OSError, ValueError, KeyError, TypeError, ValidationError):
+    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
         return None  # missing, partial, corrupt or from another schema: rebuilt from the files
-    return RuleSet(rules)
+    return RuleSet.from_data(payload, key)
 
 
 def _write_catalog(key: str, ruleset: RuleSet) -> None:
     import hashlib
-    import json
+    import marshal
     import tempfile
 
     folder = catalog_dir()
     if folder is None:
         return
-    payload = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in ruleset]
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    body = marshal.dumps(ruleset.data())
+    header = b" ".join([_MAGIC, str(CATALOG_VERSION).encode(), key.encode(), hashlib.sha256(body).hexdigest().encode()])
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "digest": digest, "rules": payload}, fh, ensure_ascii=False)
-            os.replace(tmp, folder / f"{key}.json")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(header + b"\n" + body)
+            os.replace(tmp, folder / f"{key}.catalog")
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

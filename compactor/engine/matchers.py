@@ -21,15 +21,18 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import add
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import regex
 
 from ..errors import RuleTimeout
-from ..models import Span
 from ..normalize import CI_PREFIX
 from .literals import LiteralScanner, literal_key
-from .schema import FLAG_NAMES, Rule
+from .records import FLAG_NAMES
+
+if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans are built on demand
+    from ..models import Span
+    from .schema import Rule
 
 __all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all", "literal_scanner", "resolve_spans",
            "scan"]
@@ -436,14 +439,17 @@ class LiteralRule(CompiledRule):
             if spec.whole_word and w.isascii() and w[-1:].isalnum():
                 e = e + r"\b"
             alts.append(e)
-        flags = 0 if spec.case_sensitive else regex.IGNORECASE
-        self.pat = _compile("(?:" + "|".join(alts) + ")", flags)
+        self._alts = "(?:" + "|".join(alts) + ")"
         self.require = [r.lower() for r in spec.require_any]
         self.exclude = [r.lower() for r in spec.exclude]
         if not self.prefilter:
             # the words themselves are the prefilter
             self.prefilter = list(spec.words)
             self.ignore_case = not spec.case_sensitive
+
+    @cached_property
+    def pat(self) -> regex.Pattern:  # compiled on first use, like the other kinds
+        return _compile(self._alts, 0 if self.spec.case_sensitive else regex.IGNORECASE)
 
     def find(self, view: TextView, budget: float):
         spec = self.spec
@@ -507,8 +513,10 @@ _COMPILED: dict[tuple[str, str], CompiledRule] = {}
 
 
 def compile_rule(rule: Rule) -> CompiledRule:
-    """Compile once per process (keyed by the rule's full content, so edited rules recompile)."""
-    key = (rule.id, rule.model_dump_json())
+    """Compile once per process (keyed by the rule's full content, so edited rules recompile).
+    ``rule`` is a typed :class:`Rule` or its plain :class:`~.records.Record` (which carries
+    its content key); patterns are compiled when first used."""
+    key = getattr(rule, "content_key", None) or (rule.id, rule.model_dump_json())
     cr = _COMPILED.get(key)
     if cr is None:
         cr = _COMPILED[key] = _compiled(rule)
@@ -578,16 +586,26 @@ def scan(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
     return spans, timeouts
 
 
-_SPAN_FIELDS = frozenset(Span.model_fields)
-_new_span = Span.__new__
+_SPAN: type | None = None  # models.Span, imported when the first span is made
+_SPAN_FIELDS: frozenset[str] = frozenset()
 _set = object.__setattr__
+
+
+def _span_class() -> type:
+    global _SPAN, _SPAN_FIELDS
+    from ..models import Span
+
+    _SPAN_FIELDS = frozenset(Span.model_fields)
+    _SPAN = Span
+    return Span
 
 
 def _make_span(rule_id, family, segment_id, start, end, line_start, line_end, text, priority, step_id) -> Span:
     """A frozen Span from values detection produced itself (already the right types): built
     without validation, 3x cheaper than ``model_construct`` (it matters on 100k-frame traces).
     Equal to, and dumps like, a validated Span."""
-    obj = _new_span(Span)
+    cls = _SPAN or _span_class()
+    obj = cls.__new__(cls)
     _set(obj, "__dict__", {"rule_id": rule_id, "family": family, "segment_id": segment_id, "start": start,
                            "end": end, "line_start": line_start, "line_end": line_end, "text": text,
                            "priority": priority, "step_id": step_id, "elided": False})

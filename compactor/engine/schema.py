@@ -14,6 +14,10 @@ from typing import Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+# the protect families (in the order they are reported) and the regex flag names live with the
+# plain rule data: the scanning engines read them without building these models
+from .records import FAMILIES, FLAG_NAMES
+
 __all__ = [
     "CaptureSpec",
     "ClassifySpec",
@@ -27,25 +31,6 @@ __all__ = [
 ]
 
 RULE_ID = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*(?:\.[a-z0-9]+(?:[-_][a-z0-9]+)*)+$"
-
-# protect families, in the order they are reported; classify and secret stages use their own.
-FAMILIES = (
-    "placeholder",
-    "secret",
-    "trace",
-    "error",
-    "exit-code",
-    "test-failure",
-    "constraint",
-    "decision",
-    "failed-approach",
-    "fileref",
-    "number",
-)
-
-FLAG_NAMES = {"IGNORECASE": regex.IGNORECASE, "MULTILINE": regex.MULTILINE, "DOTALL": regex.DOTALL,
-              "VERBOSE": regex.VERBOSE}
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
