@@ -161,3 +161,43 @@ def test_corpus_long_request_at_15_percent_keeps_the_failures(corpus, tmp_path):
                  'File \\"/testbed/pvlib/tools.py\\", line 6', 'File \\"<string>\\", line 1',
                  "TypeError: float() argument must be a string or a number, not 'Timedelta'"):
         assert want in text, want
+
+
+def test_corpus_recall_at_15_percent_is_at_least_90(corpus, tmp_path):
+    """The benchmark's 15% point (benchmarks/budget_curve.py), compactor against truncation (the
+    baseline that fits): error lines, frames and constraints at least 90%, micro-averaged over the
+    corpus trajectories, on the gold of benchmarks/gold.py, scoring the written output read back."""
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    import baselines
+    import budget_curve
+    import evaluate
+    import gold
+
+    comp = Compactor(store=str(tmp_path / "s"))
+    got = {c: [0, 0] for c in ("error_lines", "frames", "constraints")}
+    trunc = {c: [0, 0] for c in got}
+    for path in budget_curve.trajectories(corpus):
+        doc = load_document(path)
+        raw = [gold.SegmentLike(s.role.value, s.kind.value, s.text, s.meta, s.call_id, s.exit_code, s.is_error)
+               for s in doc.segments]
+        segs = [gold.SegmentLike(s.role, s.kind, evaluate.clean(s.text), s.meta, s.call_id, s.exit_code, s.is_error)
+                for s in raw]
+        items = gold.extract(raw).items
+        before = baselines.tokens_of([s.text for s in segs], COUNT)
+        budget = max(1, math.ceil(before * 0.15))
+        out = budget_curve._compactor(comp, path, budget, COUNT)
+        assert out["floor"] is not None or out["sent"] <= budget, path.name
+        rec = evaluate.recall(items, out["texts"])
+        trec = evaluate.recall(items, baselines.truncate(segs, budget, COUNT))
+        for c in got:
+            got[c][0] += rec[c][0]
+            got[c][1] += rec[c][1]
+            trunc[c][0] += trec[c][0]
+            trunc[c][1] += trec[c][1]
+    for c, (found, total) in got.items():
+        assert total and found / total >= 0.9, (c, found, total)
+        assert found > trunc[c][0], (c, found, trunc[c])
