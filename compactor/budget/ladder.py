@@ -382,8 +382,10 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
         if out_seg is not None:
             # what "older evidence" would say of this output: its error header, message, frame
             for part in _older_parts(out_seg, evidence_spans(out_seg, spans_by_seg.get(out_seg.id, []))):
-                if part and part not in line:
-                    line += f" | {part}" if a.error or " → " in line else f" → {part}"
+                bare = part.strip().lstrip("-*• ").strip()
+                if len(bare) <= 8 or bare in line:  # a bare 'ERROR:' head, or said already
+                    continue
+                line += f" | {part}" if " → " in line else f" → {part}"
             ref = _ref(out_seg.text)
             originals = {ref: out_seg.text}
             if a.count == 1:
