@@ -64,6 +64,7 @@ class Plan:
     summary: str | None
     level: int
     self_check: SelfCheck | None
+    texts: tuple[tuple[str, str], ...] = ()  # segment texts the budget rewrote (a condensed request)
 
 
 class Conversation:
@@ -114,6 +115,7 @@ class PipelineState:
     level1: Level1 | None = None
     cache_tag: str = ""
     budget_info: dict[str, Any] = field(default_factory=dict)  # the budget stage's report fields (floor, cut, tokens sent)
+    budget_texts: dict[str, str] = field(default_factory=dict)  # segment texts the budget rewrote (a condensed request)
     boundary: int | None = None  # collapse boundary (count of tool results); None: from the config
     plan: Plan | None = None  # re-apply these decisions instead of running Level 2/3
     redacted: dict[str, int] = field(default_factory=dict)
@@ -427,6 +429,9 @@ class Compactor:
             state.summary = plan.summary
             state.level = max(state.level, plan.level)
             state.self_check = plan.self_check
+            for sid, text in plan.texts:
+                if sid in state.texts:
+                    state.texts[sid] = state.budget_texts[sid] = text
             state.stages.append("budget-kept")
             return
         from .budget.escalate import escalate

@@ -219,7 +219,7 @@ class Session:
 
 def _plan_of(state, config: CompactorConfig) -> Plan:
     return Plan(config=config, boundary=state.boundary, dropped=frozenset(state.dropped), summary=state.summary,
-                level=state.level, self_check=state.self_check)
+                level=state.level, self_check=state.self_check, texts=tuple(sorted(state.budget_texts.items())))
 
 
 def _still_chat(records: list[Any], start: int) -> bool:

@@ -389,14 +389,16 @@ class _Escalation:
         self.run_ladder(budget)
 
     # ---------------------------------------------------------------- the priority ladder
-    def written(self, dropped: set[str], summary: str | None) -> int:
-        """Tokens of the output as the model sees it: written in the layout and read back."""
+    def written(self, dropped: set[str], summary: str | None, texts: dict[str, str] | None = None) -> int:
+        """Tokens of the output as the model sees it: written in the layout and read back.
+        ``texts`` replaces segment texts for this candidate (a condensed request)."""
         from ..formats import Edits
         from .measure import sent_tokens
 
         st = self.state
-        replace = {s.id: st.texts[s.id] for s in st.segments
-                   if s.id not in dropped and st.texts[s.id] != s.text}
+        cur = {**st.texts, **(texts or {})}
+        replace = {s.id: cur[s.id] for s in st.segments
+                   if s.id not in dropped and cur[s.id] != s.text}
         return sent_tokens(st.doc, Edits(replace=replace, drop=set(dropped), summary=summary), self.counter)
 
     def ladder_plan(self):
@@ -406,11 +408,25 @@ class _Escalation:
             by_seg: dict[str, list] = {}
             for sp in self.protected:
                 by_seg.setdefault(sp.segment_id or "", []).append(sp)
-            self._plan = build_items(self.state.segments, by_seg, self.state.texts, self.full, self.units, self.lang)
+            from ..audit.common import newest_request
+
+            req = newest_request(self.state.segments, self.full)
+            rspans = [sp for sp in self.spans if req is not None and sp.segment_id == req.id]
+            self._plan = build_items(self.state.segments, by_seg, self.state.texts, self.full, self.units, self.lang,
+                                     request_spans=rspans)
         return self._plan
 
+    def request_texts(self, chosen: list) -> dict[str, str]:
+        """The condensed newest request, unless the chosen items put the whole one back."""
+        plan = self.ladder_plan()
+        if plan.condensed is None or any(it.whole_request for it in chosen):
+            return {}
+        sid, short, _ref = plan.condensed
+        return {sid: short}
+
     def ladder_candidate(self, chosen: list, budget: int) -> tuple[set[str], str]:
-        """(dropped segment ids, summary text) for the chosen ladder items."""
+        """(dropped segment ids, summary text) for the chosen ladder items (the request's text:
+        :meth:`request_texts`)."""
         from .ladder import marker_line, render
 
         plan = self.ladder_plan()
@@ -418,8 +434,13 @@ class _Escalation:
         for it in chosen:
             keep.update(it.unit_ids)
         dropped = {s.id for s in self.state.segments if s.id not in keep}
-        kept_text = "\n".join(normalize(self.state.texts[s.id]) for s in self.state.segments if s.id in keep)
-        lines = [it for it in chosen if not it.unit_ids
+        cur = {**self.state.texts, **self.request_texts(chosen)}
+        kept_text = "\n".join(normalize(cur[s.id]) for s in self.state.segments if s.id in keep)
+        from .ladder import _SHORT_HEAD
+
+        whole_head = any(it.label == "live error header" for it in chosen)
+        lines = [it for it in chosen if not it.unit_ids and not it.whole_request
+                 and not (whole_head and it.label == _SHORT_HEAD)
                  and not (_bare(it.text) and _bare(it.text) in kept_text)]
         segs = [s for s in self.state.segments if s.id in dropped]
         ref = self.marker(dropped, 3)[1] if dropped else ""
@@ -434,7 +455,7 @@ class _Escalation:
         plan = self.ladder_plan()
         floor_items = [it for it in plan.items if it.floor]
         dropped, text = self.ladder_candidate(floor_items, budget)
-        return self.written(dropped, text)
+        return self.written(dropped, text, self.request_texts(floor_items))
 
     def run_ladder(self, budget: int) -> None:
         """Fit by priority (see :mod:`compactor.budget.ladder`): the floor first, then every item
@@ -455,7 +476,10 @@ class _Escalation:
         for it in plan.items:
             if it.floor:
                 continue
-            if it.unit_ids:
+            if it.whole_request and plan.condensed is not None:
+                sid, short, _ref = plan.condensed
+                cost = (self.tok[sid] - self.counter.count(short)) * (1 + len(mirrors.get(sid, ()))) + 4
+            elif it.unit_ids:
                 if it.label == "turn" and not turns_open:
                     continue
                 cost = sum(self.tok[sid] * (1 + len(mirrors.get(sid, ()))) + 4 for sid in it.unit_ids)
@@ -466,7 +490,7 @@ class _Escalation:
             if cost <= room:
                 room -= cost
                 extra.append(it)
-                if not it.unit_ids:
+                if not it.unit_ids and not it.whole_request:
                     sections.add(it.section)
             elif it.label == "turn":
                 turns_open = False  # kept turns stay a contiguous tail
@@ -476,7 +500,7 @@ class _Escalation:
         while lo <= hi:
             mid = (lo + hi) // 2
             d, text = self.ladder_candidate(chosen + extra[:mid], budget)
-            n = sizes[mid] = self.written(d, text)
+            n = sizes[mid] = self.written(d, text, self.request_texts(chosen + extra[:mid]))
             if n <= budget:
                 best, lo = mid, mid + 1
             else:
@@ -485,6 +509,13 @@ class _Escalation:
         dropped, text = self.ladder_candidate(chosen, budget)
         ids = {id(it) for it in chosen}
         self.cut = [it for it in plan.items if id(it) not in ids]
+        condensed = self.request_texts(chosen)
+        if condensed:  # the request is written condensed; its whole text expands back
+            _sid, _short, rref = plan.condensed
+            req = next(s for s in self.state.segments if s.id == _sid)
+            self.save(rref, req.text)
+            self.state.texts.update(condensed)
+            self.state.budget_texts.update(condensed)
         kept = {s.id: self.state.texts[s.id] for s in self.state.segments if s.id not in dropped}
         res = run_selfcheck(self.state.segments, self.spans, self.full, kept, text, folded=True,
                             protected=self.protected, memo=self.memo)
@@ -506,14 +537,17 @@ class _Escalation:
         plan = self.ladder_plan()
         parts = []
         if plan.request_ids:
-            n = sum(self.tok.get(sid, 0) for sid in plan.request_ids)
-            parts.append(f"the newest user request {n}")
+            short = self.request_texts([])
+            n = sum(self.counter.count(short[sid]) if sid in short else self.tok.get(sid, 0)
+                    for sid in plan.request_ids)
+            parts.append(f"the newest user request {n}" + (" (condensed)" if short else ""))
         nc = sum(self.counter.count(it.text) for it in plan.items if it.floor and it.priority == 1)
         if nc:
             parts.append(f"user constraints {nc}")
         live = [it for it in plan.items if it.floor and it.priority == 2]
         if live:
-            parts.append(f"the live error's header line {self.counter.count(live[0].text)}")
+            short = " (its start)" if live[0].label != "live error header" else ""
+            parts.append(f"the live error's header line{short} {self.counter.count(live[0].text)}")
         what = ", ".join(parts) or "the reference marker"
         return (f"budget of {budget} tokens cannot be met: it is below the floor of {floor} tokens ({what} tokens, plus the "
                 f"reference marker, as written in the layout); raise the budget to at least {floor}")
@@ -663,11 +697,16 @@ _SNAPSHOT = ("dropped", "summary", "level", "anchor", "self_check", "exit_signal
 
 def _snapshot(compactor, state) -> tuple:
     return ({k: getattr(state, k) for k in _SNAPSHOT}, set(state.dropped), len(state.diagnostics),
-            len(state.placeholders), len(state.stages), getattr(compactor, "level3_count", 0))
+            len(state.placeholders), len(state.stages), getattr(compactor, "level3_count", 0),
+            dict(state.texts), dict(state.budget_texts))
 
 
 def _restore(compactor, state, snap) -> None:
-    fields, dropped, nd, np_, ns, l3 = snap
+    fields, dropped, nd, np_, ns, l3, texts, budget_texts = snap
+    state.texts.clear()  # a condensed request goes back to its Level 1 text
+    state.texts.update(texts)
+    state.budget_texts.clear()
+    state.budget_texts.update(budget_texts)
     for k, v in fields.items():
         setattr(state, k, v)
     state.dropped = set(dropped)
@@ -695,6 +734,7 @@ def escalate(compactor, state, *, target: int | None = None) -> None:
         return
     budget = target if target is not None else cfg.budget
     dropped, summary, level = set(state.dropped), state.summary, state.level
+    texts = dict(state.texts)
     try:
         full = state.full_anchor if getattr(state, "full_anchor", None) is not None else full_anchor(compactor, state)
         state.anchor = full
@@ -730,6 +770,9 @@ def escalate(compactor, state, *, target: int | None = None) -> None:
         raise
     except Exception as exc:  # noqa: BLE001 - fail toward preservation: keep the Level 1 result
         state.dropped, state.summary, state.level = dropped, summary, level
+        state.texts.clear()
+        state.texts.update(texts)
+        state.budget_texts.clear()
         state.exit_signal = state.recommend_new_session = False
         state.handoff = None
         state.diagnostics.append(Diagnostic(

@@ -4,7 +4,11 @@ Used when folding older turns into the anchor (Level 2 / Level 3) cannot reach t
 because the protected evidence alone is larger. A budget is a contract, so protection becomes an
 order of priority instead of a reason to refuse:
 
-1. the newest user request (its message stays as it is) and the user constraints (verbatim);
+1. the newest user request and the user constraints (verbatim). A long request that does not fit
+   whole is kept in its place as its opening lines plus every line that holds a constraint, an
+   error, a trace line or a ``file:line``, each gap marked ``[… N lines]`` and the whole request
+   one reference away (``[the whole request: expand c-…]``); the whole request is the first thing
+   put back when the budget allows it;
 2. live evidence: the latest failure's error line, trace header, innermost frames with
    ``file:line``, exit code and final summary line;
 3. failed approaches: the command, its first error line, how often it failed;
@@ -20,8 +24,9 @@ Everything else is folded: the originals of every dropped segment are saved unde
 so ``compactor expand`` gives every cut text back exactly. The report lists what was cut, by
 priority (``Report.cut``).
 
-The floor — the smallest output the ladder can write — is the newest request, the user
-constraints and the live error's header line (plus the one-line reference marker). Below it the
+The floor — the smallest output the ladder can write — is the newest request (condensed, when it
+is long), the user constraints and the live error's header line (plus the one-line reference
+marker). Below it the
 budget cannot be met and :class:`~compactor.errors.BudgetError` names the floor.
 """
 
@@ -36,7 +41,7 @@ from ..collapse.store import content_id
 from ..models import Anchor, Segment, SegmentKind, Span
 from ..audit.common import newest_request
 
-__all__ = ["LadderItem", "Plan", "build_items", "PRIORITIES"]
+__all__ = ["LadderItem", "Plan", "build_items", "condense_request", "PRIORITIES"]
 
 PRIORITIES = {
     1: "newest request and user constraints",
@@ -51,8 +56,17 @@ _EVIDENCE = ("trace", "error", "exit-code", "test-failure")
 _FRAME = regex.compile(r"""(?:File "[^"\n]+", line \d+|[\w./\\-]+\.\w+:\d+|\(\S+\.\w+:\d+\)|\bat \S+:\d+)""")
 _SHAPE = regex.compile(r"0x[0-9a-fA-F]+|[0-9a-f]{8,}|\d+")
 
+_REQUEST_FAMILIES = ("constraint", "trace", "error", "exit-code", "test-failure", "fileref")
+_HEAD_CHARS = 400  # the opening of a condensed request: whole lines up to about this many characters
+_MIN_SAVING = 0.25
+_LONG_LINE = 160
+_FLOOR_LINE = 200  # the live error's header in the floor: its first characters when longer
+_SHORT_HEAD = "live error header (start)"  # a kept line longer than this keeps only its protected pieces  # condense a request only when that saves at least this share of it
+
 _H = {
     "en": {
+        "gap": "[…]",
+        "whole": "[the whole request: expand {ref}]",
         "marker": "[compactor L3: {n} segments ({rng}) folded · expand {ref}]",
         1: "## User constraints",
         2: "## Live error ({step}{cmd}) · {ref}",
@@ -66,6 +80,8 @@ _H = {
         "times": "×{n}",
     },
     "zh": {
+        "gap": "[…]",
+        "whole": "[完整请求：expand {ref}]",
         "marker": "[compactor L3：{n} 段（{rng}）已折叠 · expand {ref}]",
         1: "## 用户约束",
         2: "## 当前错误（{step}{cmd}）· {ref}",
@@ -92,6 +108,7 @@ class LadderItem:
     ref: str | None = None
     section: str = ""
     unit_ids: tuple[str, ...] = ()  # a kept unit (priority 6 turns, the system prompt)
+    whole_request: bool = False  # the newest request whole, in place of its condensed form
     floor: bool = False  # part of the floor: never cut
     originals: dict[str, str] = field(default_factory=dict)  # ref -> original text to store
 
@@ -101,6 +118,9 @@ class Plan:
     items: list[LadderItem]
     request_ids: tuple[str, ...]  # segment ids of the newest request (always kept)
     live_ref: str | None
+    # (segment id, condensed text, reference to the whole) when the newest request is long: the
+    # condensed text is written unless the ``whole_request`` item is chosen
+    condensed: tuple[str, str, str] | None = None
 
 
 def _ref(text: str) -> str:
@@ -145,6 +165,10 @@ def _error_head(seg: Segment, spans: list[Span]) -> str:
 def _older_line(seg: Segment, spans: list[Span]) -> str:
     """One line for an older failure: its error header, the exception / message line and the
     innermost frame of its trace, each verbatim, joined by `` | ``."""
+    return " | ".join(_older_parts(seg, spans))
+
+
+def _older_parts(seg: Segment, spans: list[Span]) -> list[str]:
     parts = [_error_head(seg, spans)]
     for sp in sorted(spans, key=lambda sp: (sp.start, sp.rule_id)):
         if sp.family != "trace":
@@ -158,7 +182,7 @@ def _older_line(seg: Segment, spans: list[Span]) -> str:
             if p and p not in parts:
                 parts.append(p)
         break
-    return " | ".join(parts)
+    return parts
 
 
 def _live_lines(seg: Segment, spans: list[Span]) -> list[tuple[str, str]]:
@@ -202,9 +226,90 @@ def _live_lines(seg: Segment, spans: list[Span]) -> list[tuple[str, str]]:
     return out
 
 
+def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en") -> str | None:
+    """The newest request shortened for a tight budget, in reading order:
+
+    - its opening: whole lines up to about ``_HEAD_CHARS`` characters (a line that would run past
+      that is cut at a space and ends in ``[…]``);
+    - every other line that holds a constraint, an error, a trace line or a ``file:line``: whole
+      when it is short, else only those pieces, verbatim, joined by ``[…]``;
+    - ``[…]`` for every gap, and the reference to the whole request on the last line.
+
+    None when that would not save at least ``_MIN_SAVING`` of the text."""
+    h = _H.get(lang, _H["en"])
+    gap_mark = h["gap"]
+    lines = text.split("\n")
+    found_pieces: set[str] = set()
+    for sp in spans:
+        if sp.family not in _REQUEST_FAMILIES:
+            continue
+        for ln in sp.text.split("\n"):
+            ln = ln.strip()
+            if sp.family == "fileref" and len(ln) > _LONG_LINE:  # a long line: its file:line only
+                found_pieces.update(m.group(0) for m in _FRAME.finditer(ln))
+            elif len(ln) >= 4:
+                found_pieces.add(ln)
+    pieces = sorted(found_pieces)
+    out: list[str] = []
+    used = 0
+    in_head = True
+    dropped_any = False
+    for ln in lines:
+        s = ln.strip()
+        if in_head:
+            if used + len(ln) <= _HEAD_CHARS or not used:
+                if len(ln) > _HEAD_CHARS:  # a first line longer than the opening: its start
+                    cut = ln.rfind(" ", 0, _HEAD_CHARS)
+                    out.append(ln[: cut if cut > _HEAD_CHARS // 2 else _HEAD_CHARS].rstrip() + " " + gap_mark)
+                    dropped_any = True
+                    in_head = False
+                else:
+                    out.append(ln)
+                used += len(ln) + 1
+                continue
+            in_head = False
+        found = [p for p in pieces if p in s] if s else []
+        if not found:
+            if out and not out[-1].endswith(gap_mark):
+                out.append(gap_mark)
+            dropped_any = True
+            continue
+        if len(ln) <= _LONG_LINE:
+            out.append(ln)
+            continue
+        # a long line: only its pieces, in the order they appear (nested pieces once)
+        spans_at: list[tuple[int, int]] = []
+        for p in found:
+            i = s.find(p)
+            spans_at.append((i, i + len(p)))
+        spans_at.sort()
+        merged: list[list[int]] = []
+        for a, b in spans_at:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        if merged[0][0] <= 4 and not s[: merged[0][0]].strip(" -*•0123456789.)"):
+            merged[0][0] = 0  # a list bullet or number before the first piece stays with it
+        parts = [s[a:b] for a, b in merged]
+        lead = "" if merged[0][0] == 0 else gap_mark + " "
+        tail = "" if merged[-1][1] >= len(s) else " " + gap_mark
+        out.append(lead + f" {gap_mark} ".join(parts) + tail)
+        dropped_any = True
+    if not dropped_any:
+        return None
+    out.append(h["whole"].format(ref=ref))
+    short = "\n".join(out)
+    if len(short) > len(text) * (1 - _MIN_SAVING):
+        return None
+    return short
+
+
 def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], texts: dict[str, str],
-                anchor: Anchor, units, lang: str = "en") -> Plan:
-    """Every ladder item, in priority order (within a priority: most important first)."""
+                anchor: Anchor, units, lang: str = "en", request_spans: list[Span] | None = None) -> Plan:
+    """Every ladder item, in priority order (within a priority: most important first).
+    ``spans_by_seg``: the protected spans; ``request_spans``: every span of the newest request
+    (a condensed request also keeps its ``file:line`` lines)."""
     h = _H.get(lang, _H["en"])
     items: list[LadderItem] = []
     req = newest_request(segments, anchor)
@@ -216,7 +321,16 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
                 break
         else:
             request_ids = (req.id,)
-    # 1 ------------------------------------------------------------- constraints
+    # 1 ------------------------------------------------------------- the request, constraints
+    condensed = None
+    if req is not None:
+        rref = _ref(req.text)
+        rspans = request_spans if request_spans is not None else spans_by_seg.get(req.id, [])
+        short = condense_request(texts.get(req.id, req.text), rspans, rref, lang)
+        if short is not None:
+            condensed = (req.id, short, rref)
+            items.append(LadderItem(1, "newest request (whole; kept condensed)", "", req.step_id, rref,
+                                    whole_request=True))
     for c in anchor.user_constraints:
         if c.status == "active" and c.text.strip():
             items.append(LadderItem(1, "user constraint", f"- {' '.join(c.text.split())}", c.source_step,
@@ -225,6 +339,7 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
     failing = [s for s in segments if _failing(s, spans_by_seg.get(s.id, []))]
     live = failing[-1] if failing else None
     live_ref = None
+    whole_head = None
     if live is not None:
         sp = evidence_spans(live, spans_by_seg.get(live.id, []))
         live_ref = _ref(live.text)
@@ -232,21 +347,59 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
         cmd = f", `{cmd[:120]}`" if cmd else ""
         section = h[2].format(step=live.step_id, cmd=cmd, ref=live_ref)
         for i, (label, line) in enumerate(_live_lines(live, sp)):
+            if i == 0 and len(line) > _FLOOR_LINE:
+                # the floor holds the header's start; the whole line is the last live item
+                cut = line.rfind(" ", 0, _FLOOR_LINE)
+                short = line[: cut if cut > _FLOOR_LINE // 2 else _FLOOR_LINE].rstrip() + " " + h["gap"]
+                items.append(LadderItem(2, _SHORT_HEAD, short, live.step_id, live_ref, section=section, floor=True,
+                                        originals={live_ref: live.text}))
+                whole_head = LadderItem(6, label, line, live.step_id, live_ref, section=section,
+                                        originals={live_ref: live.text})
+                continue
             items.append(LadderItem(2, label, line, live.step_id, live_ref, section=section, floor=(i == 0),
                                     originals={live_ref: live.text}))
+
     # 3 ------------------------------------------------------------- failed approaches
+    # one line per failed command: the command, its first error line, the innermost frame of its
+    # trace, how often and where it failed, and the reference to its last failing output (an
+    # older failure told this way is not repeated under "older evidence")
+    failing_at: dict[str, list[Segment]] = {}
+    for s in failing:
+        failing_at.setdefault(s.step_id, []).append(s)
+    covered: set[str] = set()
     for a in reversed(anchor.failed_attempts):
+        step = a.last_step or a.source_step
+        if live is not None and step == live.step_id and a.count == 1:
+            continue  # told by the live error's section (its command, its header, its reference)
+        cands = failing_at.get(step, [])
+        out_seg = next((s for s in cands if a.command and _first_line(s.command or "").startswith(a.command[:60])),
+                       cands[0] if len(cands) == 1 else None)
         line = f"- `{a.command}`"
         if a.error:
             line += f" → {a.error}"
+        ref = None
+        originals: dict[str, str] = {}
+        if out_seg is not None:
+            # what "older evidence" would say of this output: its error header, message, frame
+            for part in _older_parts(out_seg, evidence_spans(out_seg, spans_by_seg.get(out_seg.id, []))):
+                bare = part.strip().lstrip("-*• ").strip()
+                if len(bare) <= 8 or bare in line:  # a bare 'ERROR:' head, or said already
+                    continue
+                line += f" | {part}" if " → " in line else f" → {part}"
+            ref = _ref(out_seg.text)
+            originals = {ref: out_seg.text}
+            if a.count == 1:
+                covered.add(out_seg.id)
         tail = []
         if a.count > 1:
             tail.append(h["times"].format(n=a.count))
-        if a.last_step or a.source_step:
-            tail.append(a.last_step or a.source_step)
+        if step:
+            tail.append(step)
         if tail:
             line += f" ({', '.join(tail)})"
-        items.append(LadderItem(3, "failed attempt", line, a.last_step or a.source_step, section=h[3]))
+        if ref:
+            line += f" · {ref}"
+        items.append(LadderItem(3, "failed attempt", line, step, ref, section=h[3], originals=originals))
     for d in reversed(anchor.dead_ends):
         if d.status != "excluded":
             continue
@@ -259,7 +412,7 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
         line = f"- {' '.join(d.decision.split())}" + (f": {' '.join(d.reason.split())}" if d.reason else "")
         items.append(LadderItem(4, "decision", line, d.source_step, section=h[4]))
     # 5 ------------------------------------------------------------- older evidence
-    older = [s for s in failing if s is not live]
+    older = [s for s in failing if s is not live and s.id not in covered]
     groups: dict[str, list[Segment]] = {}
     heads: dict[str, str] = {}
     for s in older:
@@ -300,6 +453,8 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
     for _, it in sorted(entries, key=lambda t: -t[0]):  # newest first
         items.append(it)
     # 6 ------------------------------------------------------------- the rest
+    if live is not None and whole_head is not None:
+        items.append(whole_head)  # the live header's whole line, when the floor holds only its start
     pinned_sys = []
     free = []
     for u in units:
@@ -322,7 +477,7 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
         if not key or key in covered or not text.strip():
             continue
         items.append(LadderItem(6, "anchor item", text.rstrip(), section=h[6]))
-    return Plan(items, request_ids, live_ref)
+    return Plan(items, request_ids, live_ref, condensed)
 
 
 def render(items: list[LadderItem], marker: str) -> str:

@@ -29,6 +29,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     codex,
     codex_tui,
     aider,
+    agent_log,
     text,
 )
 

@@ -3,11 +3,15 @@
 Line-oriented Markdown appended across sessions. ``# aider chat started at ...`` opens a
 session (kept, not a segment). A run of ``#### `` lines is one user message; a run of ``> ``
 lines is aider's console output (role ``tool``, kind ``tool_result``: warnings, prompts,
-``Applied edit``, token counts, provider errors); everything else up to the next user/console
+``Applied edit``, ``Commit <hash> <message>``, token counts, provider errors). A console message
+of several lines carries ``> `` on its first line only and ends its last with a Markdown break
+(two spaces): the lines up to that break belong to it. The output after a user's ``/run cmd``,
+``/test cmd`` or ``!cmd`` carries that command (``command``), so it is classified and its failures
+are told by command; a console block is split before each ``> Running <cmd>`` line (a shell
+command the model suggested), and the part it opens carries that command; everything else up to the next user/console
 line is the assistant's reply (lines inside a ``` fence always belong to the reply). A session
 header opens a new step, which its first user message joins; later user messages open steps. Aider
-keeps no ids, no tool-call structure and no ``/run`` output, so there are no calls and no
-``call_id``s.
+keeps no ids and no tool-call structure, so there are no calls and no ``call_id``s.
 
 ``Document.data`` is the list of lines (line endings kept). A segment's ``origin`` is
 ``(start_line, end_line)``: 0-based, end exclusive; its id is ``m<start_line>``. User and
@@ -28,6 +32,8 @@ from .registry import register
 from .base import Document, Edits, Format, Probe, make_segment
 
 _HEADER = regex.compile(r"(?m)^# aider chat started at ")
+_RUNNING = regex.compile(r"^> Running (\S[^\n]*?)[ \t]*\r?\n?$")
+_RUN = regex.compile(r"^(?:/run|/test|!)[ \t]*(\S[^\n]*)$")
 
 
 def split_lines(text: str) -> list[str]:
@@ -74,33 +80,44 @@ class AiderFormat(Format):
         lines = split_lines(probe.raw.text)
         if not any(_kind(line) == "header" for line in lines):
             raise self.fail(probe, "no '# aider chat started at' session line")
-        blocks = parse_blocks(lines)
+        blocks = _split_running(lines, parse_blocks(lines))
         headers = [n for n, line in enumerate(lines) if _kind(line) == "header"]
         segments: list[Segment] = []
         step = 0
         h = 0
         joined = False  # the session's first user message joins the step its header opened
+        run_cmd: str | None = None  # a '/run' / '/test' / '!' command waiting for its output
         for kind, start, end in blocks:
             while h < len(headers) and headers[h] < start:
                 step += 1
                 h += 1
                 joined = False
+            command = None
             if kind == "user":
                 if joined or step == 0:
                     step += 1
                 joined = True
                 text = "\n".join(_strip(line, "user") for line in lines[start:end])
                 role, skind = Role.user, SegmentKind.message
+                m = _RUN.match(text)
+                run_cmd = m.group(1).strip() if m else None
             elif kind == "tool":
-                text = "\n".join(_strip(line, "tool") for line in lines[start:end])
+                m = _RUNNING.match(lines[start])
+                if m:  # a shell command the model suggested, and its output
+                    run_cmd = m.group(1).strip()
+                text = "\n".join(_strip(line, "tool") if line.startswith(">") else line.rstrip()
+                                 for line in lines[start:end])
                 role, skind = Role.tool, SegmentKind.tool_result
+                command, run_cmd = run_cmd, None  # the output of the user's /run command
             else:
+                run_cmd = None  # the assistant answered: a later console block is not the command's
                 text = "".join(lines[start:end])
                 text = text[:-1] if text.endswith("\n") else text
                 role, skind = Role.assistant, SegmentKind.message
             st = max(step, 1)
             segments.append(make_segment(id=f"m{start}", index=len(segments), step=st, step_id=f"s{st}",
-                                    role=role, kind=skind, text=text, origin=(start, end)))
+                                    role=role, kind=skind, text=text, origin=(start, end), command=command,
+                                    tool_name="run" if command else None))
         doc = Document(self.name, lines, segments, probe.raw.source)
         doc.state.sessions = headers
         return doc
@@ -165,6 +182,45 @@ class AiderFormat(Format):
         return self._render(Role.user if role == "user" else Role.assistant if role == "assistant" else Role.tool, text)
 
 
+_MAX_CONTINUATION = 200  # lines a console message may run on without its '> ' prefix
+
+
+def _ends_break(line: str) -> bool:
+    """Does the line end with a Markdown line break (exactly two spaces), the way aider ends the
+    last line of every console message?"""
+    body = line.rstrip("\r\n")
+    return body.endswith("  ") and not body.endswith("   ")
+
+
+def _continuation(lines: list[str], n: int) -> int:
+    """A console message of several lines has '> ' on its first line only; the lines after it up
+    to the one ending in a Markdown break belong to it. The index after them (``n`` when the
+    lines that follow do not end that way: they are the assistant's)."""
+    k = n
+    while k < len(lines) and k - n < _MAX_CONTINUATION and _kind(lines[k]) == "assistant":
+        k += 1
+        if _ends_break(lines[k - 1]):
+            return k
+    return n
+
+
+def _split_running(lines: list[str], blocks: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """A console block is split before each ``> Running <cmd>`` line: aider runs a shell command
+    the model suggested, and what follows is that command's output."""
+    out: list[tuple[str, int, int]] = []
+    for kind, start, end in blocks:
+        if kind != "tool":
+            out.append((kind, start, end))
+            continue
+        cut = start
+        for k in range(start + 1, end):
+            if _RUNNING.match(lines[k]):
+                out.append((kind, cut, k))
+                cut = k
+        out.append((kind, cut, end))
+    return out
+
+
 def parse_blocks(lines: list[str]) -> list[tuple[str, int, int]]:
     """(kind, start, end) of each user/tool/assistant block, in order."""
     blocks: list[tuple[str, int, int]] = []
@@ -179,6 +235,8 @@ def parse_blocks(lines: list[str]) -> list[tuple[str, int, int]]:
         if kind in ("user", "tool"):
             while n < total and _kind(lines[n]) == kind:
                 n += 1
+                if kind == "tool" and not _ends_break(lines[n - 1]):
+                    n = _continuation(lines, n)
             blocks.append((kind, start, n))
             continue
         # assistant: up to the next user/tool/header line outside a fence, trailing blanks excluded
