@@ -45,7 +45,7 @@ __all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
 
 EVIDENCE_FAMILIES = ("trace", "error", "exit-code", "test-failure")
 # key evidence that is not a failure: a passing check, where the task says the bug is
-NOT_FAILURE = ("verification", "location")
+NOT_FAILURE = ("verification", "location", "reproduction")
 _FAMILY_RANK = {"trace": 0, "test-failure": 1, "error": 2, "exit-code": 3}
 _MAX_PENDING = 64
 _MAX_PROSE_FACTS = 8
@@ -741,6 +741,31 @@ class _State:
         self._set_intent_status(new_id, "active")
         self.current_request = new_id
 
+    def _reproduction(self, text: str, view: View, step: str, key: str) -> None:
+        """What the agent's reproduction script printed, when it is short (the bug's symptom, or
+        the changed output after a fix): verbatim, the newest run live, an earlier different
+        output resolved at the run that changed it."""
+        lines = text.split("\n")
+        keep = [i for i, ln in enumerate(lines[:200]) if ln.strip() and view.evidence_ok(i)
+                and not _WRAPPER_RE.match(ln.strip())]
+        if not keep or len(keep) > 4 or keep[-1] - keep[0] + 1 != len(keep):
+            return
+        out = "\n".join(lines[keep[0]:keep[-1] + 1]).strip()
+        if not out or len(out) > 240:
+            return
+        rkey = "repro:" + key
+        eid = item_id("ev", out, exact=True)
+        for oid in self.error_keys.get(rkey, []):
+            e = self.evidence.get(oid)
+            if oid != eid and e is not None and e.status == "live":
+                self.evidence[oid] = _resolved_evidence(e, step)
+        if eid not in self.evidence or self.evidence[eid].status == "resolved":
+            self.evidence[eid] = Evidence(id=eid, source_step=step, text=out, rule_id="anchor.reproduction",
+                                          family="reproduction")
+        ids = self.error_keys.setdefault(rkey, [])
+        if eid not in ids:
+            ids.append(eid)
+
     def _reproduced(self, ev_spans: Sequence[Span]) -> None:
         """An error the task reported, now seen in a run's output: the run's evidence is the
         live one, the reported copy goes."""
@@ -757,10 +782,14 @@ class _State:
         reproduces the error (the run's evidence replaces it) or a passing check resolves it."""
         if not region.strip():
             return
-        errors = [sp for sp in spans if sp.rule_id == "error.exception-line" and sp.text.strip()
-                  and sp.text.strip() in region]
-        if errors:
-            line = errors[-1].text.strip()
+        errors = [sp for sp in spans if (sp.rule_id == "error.exception-line" or sp.family == "trace")
+                  and sp.text.strip() and sp.text.strip() in region]
+        # a trace's message is its last line; a trace span of one line is only the header
+        lines = [sp.text.strip().rsplit("\n", 1)[-1].strip() for sp in errors if sp.rule_id == "error.exception-line"
+                 or "\n" in sp.text.strip()]
+        lines = [ln for ln in lines if ln and ln in region]
+        if lines:
+            line = max(lines, key=region.rfind)
             pos = region.rfind(line)
             before = [ln for ln in region[max(0, pos - 2000):pos].split("\n") if ln.strip()][-2:]
             frame = next((ln for ln in before if _FRAME_AT.search(ln)), None)
@@ -855,12 +884,13 @@ class _State:
         eff = call_effects(seg.tool_name, raw, seg.command, self.open_file)
         if seg.command and not eff.ops and eff.kind in ("other", "shell"):
             _editor_verb_call(eff, seg.tool_name or "", seg.command, raw)
+        commit = ""
         if eff.state_change or eff.kind == "shell":
             msg = _commit_message(seg.command or raw)
             if msg:
                 # the message is quoted once: the command up to its "-m" shows how it was run
-                head = eff.action.split(" -m ", 1)[0].rstrip() if " -m " in eff.action else eff.action
-                eff.action = f"{head} — commit “{msg}”"
+                eff.action = eff.action.split(" -m ", 1)[0].rstrip() if " -m " in eff.action else eff.action
+                commit = f" — commit “{msg}”"
         if eff.open_file is not None:
             self.open_file = eff.open_file
         writes: list[tuple[str, str]] = []
@@ -884,7 +914,7 @@ class _State:
         if writes or eff.state_change:
             files = [p for p, _ in writes]
             if eff.kind == "shell":
-                desc = f"ran `{eff.action or eff.state_change}`"
+                desc = f"ran `{eff.action or eff.state_change}`{commit}"
                 if writes:
                     desc += ": " + ", ".join(f"{a} {p}" for p, a in writes)
             else:
@@ -1009,16 +1039,17 @@ class _State:
                     del self.evidence[eid]
                 self._evidence(Span(rule_id="anchor.tool-error", family="error", segment_id=seg.id, start=0,
                                     end=len(line), line_start=1, line_end=1, text=line, step_id=step), step, key)
-            if not _expected_failure(command, line):
+            if not _expected_failure(command, line) and not self._probe_before_change(command, line):
                 self._add_failed_attempt(seg, pc, line, step, key)
                 self._dedupe_evidence(step)
         else:
             self.last_result_error = False
             self._resolve(key, step, module=_installed_module(command))
-            if key and kind == "shell" and _PASSING.search(text[-20_000:]):
-                ok = _passing_line(text, lazy.v)
-                if ok:
-                    self._verification(ok, step, key)
+            ok = _passing_line(text, lazy.v) if key and kind == "shell" and _PASSING.search(text[-20_000:]) else ""
+            if ok:
+                self._verification(ok, step, key)
+            elif key and kind == "shell" and _runs_repro(command):
+                self._reproduction(text, lazy.v, step, key)
         diffish = text.startswith("@@ ") or "\n@@ " in text[:200_000]
         if diffish and not failed and lazy.v.kind == "diff":
             self._applied_diff(text, step, seg.tool_name or "")
@@ -1053,19 +1084,41 @@ class _State:
         via = pc.action if pc is not None else (seg.command or "")
         if (diffish and lazy.v.kind == "diff") or call_kind(command, seg.tool_name) in ("source", "diff", "listing"):
             return  # a file's content or a directory listing states no facts
-        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans])
+        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans],
+                    own_script=self._runs_own_script(command))
+
+    def _probe_before_change(self, command: str, error: str) -> bool:
+        """A script the agent wrote, run before it changed any file it did not create, failing for
+        a reason that is not the environment: it shows the bug, as intended (a reproduction)."""
+        if _ENV_ERROR.search(error) or not self._runs_own_script(command):
+            return False
+        return not any("created" not in f["actions"] and ("modified" in f["actions"] or "deleted" in f["actions"])
+                       for f in self.files.values())
+
+    def _runs_own_script(self, command: str) -> bool:
+        """The command runs a script the agent itself wrote in this trajectory."""
+        for argv in _argvs(command):
+            prog = argv[0].rsplit("/", 1)[-1]
+            ops = [a for a in argv[1:] if not a.startswith("-")]
+            if prog.startswith(("python", "node", "ruby", "bash", "sh")) and ops:
+                f = self.files.get(self._canon(ops[0].removeprefix("./")))
+                if f is not None and "created" in f["actions"]:
+                    return True
+        return False
 
     def _facts(self, text: str, spans: Sequence[Span], step: str, via: str, *, prose: bool,
-               skip: Sequence[str] = (), view: View | None = None) -> None:
+               skip: Sequence[str] = (), view: View | None = None, own_script: bool = False) -> None:
         """Facts stated by one observation: verbatim lines / sentences (never rephrased).
 
-        Lines that are already key evidence are not repeated as facts."""
+        Lines that are already key evidence are not repeated as facts. The output of a script the
+        agent wrote is its own probe: only test summaries and installs are facts there, not its
+        "name: number" lines."""
         body = text[:_MAX_FACT_SCAN]
         if not body.strip():
             return
         # number spans from the protect rules: the line they sit on is a fact
         for sp in spans:
-            if sp.family == "number":
+            if sp.family == "number" and not own_script:
                 start = body.rfind("\n", 0, sp.start) + 1
                 end = body.find("\n", sp.end)
                 line = body[start:end if end >= 0 else len(body)].strip()
@@ -1101,6 +1154,8 @@ class _State:
                 continue
             # the patterns below treat every digit alike: lines that differ only in their digits
             # (download lists, progress lines) get the same verdict, computed once
+            if own_script and not (C.TEST_SUMMARY.search(ln) or C.INSTALLED.search(ln)):
+                continue
             shape = raw.translate(_SHAPE)
             ok = verdicts.get(shape)
             if ok is None:
@@ -1319,6 +1374,16 @@ def _still_open(history: list[IntentItem], cur: IntentItem) -> list[str]:
         if t not in out:
             out.append(t)
     return out
+
+
+def _runs_repro(command: str) -> bool:
+    """The command runs a reproduction script (``python reproduce.py``)."""
+    for argv in _argvs(command):
+        prog = argv[0].rsplit("/", 1)[-1]
+        ops = [a for a in argv[1:] if not a.startswith("-")]
+        if prog.startswith(("python", "node", "ruby", "bash", "sh")) and ops and _REPRO_SCRIPT.search(ops[0]):
+            return True
+    return False
 
 
 def _step_num(step: str) -> int:
