@@ -117,7 +117,7 @@ def anchor_pools(a) -> dict[str, list[tuple[str, bool]]]:
         pools["excluded_approaches"].append((_item_text(x), x.status == "excluded"))
     for e in a.key_evidence:
         pools["key_evidence"].append((_item_text(e), getattr(e, "status", "live") == "live"))
-        if e.family != "verification":
+        if e.family not in ("verification", "location", "reproduction"):  # a passing check, where the bug is, a script's output: not an error
             pools["live_errors"].append((_item_text(e), getattr(e, "status", "live") == "live"))
     for q in a.open_questions:
         if q.status == "open":

@@ -202,8 +202,10 @@ def check_debugging(a: Anchor, segments) -> None:
 
 
 def check_debugging_live(a: Anchor, segments) -> None:
-    ev = "\n".join(e.text for e in a.key_evidence)
-    assert "pool_size=20, queue_depth=347" in ev and "pool.py\", line 142" in ev
+    # the fixed pool error stays as its decisive line, marked resolved; its frames are at its step
+    ev = [e for e in a.key_evidence if "pool_size=20, queue_depth=347" in e.text]
+    assert len(ev) == 1 and ev[0].status == "resolved" and ev[0].resolved_at and ev[0].source_step == "s2"
+    assert ev[0].text.startswith("app.db.errors.ConnectionPoolExhausted:") and "line 142" not in ev[0].text
 
 
 def check_refactor(a: Anchor, segments) -> None:

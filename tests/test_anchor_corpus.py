@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from compactor.anchor import EVIDENCE_FAMILIES, build_anchor
+from compactor.anchor.build import _error_class, _first_error_line, _step_num
 from compactor.codeview import classify
 from compactor.models import Role, SegmentKind
 from compactor.normalize import normalize
@@ -94,9 +95,24 @@ def test_key_evidence_holds_every_error_span(corpus, compactor, rel):
         else:
             not_expected.append(sp)
     # an earlier one-line error that a failed attempt carries verbatim is not repeated as evidence
+    # (a linter's "- E999 ..." list marker aside)
     have |= {part for f in anchor.failed_attempts for part in f.error.split(" … ")}
-    missing = [(sp.step_id, sp.family, sp.text[:120]) for sp in expected
-               if sp.text not in have and sp.text.strip() not in have]
+    # a resolved error keeps its decisive line, marked resolved; the frames stay at its source step
+    resolved = {(e.source_step, e.text) for e in anchor.key_evidence if e.status == "resolved"}
+    # the editor failing the same way on path after path is one failed attempt (first … newest command)
+    merged = [f for f in anchor.failed_attempts if " … " in f.command and f.count > 1]
+
+    def covered(sp) -> bool:
+        t = sp.text.strip()
+        if sp.text in have or t in have or (t.startswith("- ") and t[2:] in have):
+            return True
+        line = _first_error_line(sp.text)
+        if (sp.step_id, line) in resolved or (sp.family == "trace" and line in have):
+            return True
+        return any(_error_class(t) == _error_class(f.error) and
+                   _step_num(f.source_step) <= _step_num(sp.step_id) <= _step_num(f.last_step) for f in merged)
+
+    missing = [(sp.step_id, sp.family, sp.text[:120]) for sp in expected if not covered(sp)]
     assert not missing, f"{rel}: {len(missing)} error spans missing from key evidence: {missing[:5]}"
     exp_texts = {sp.text for sp in expected}
     noise = [sp.text[:120] for sp in not_expected if sp.text in have and sp.text not in exp_texts]

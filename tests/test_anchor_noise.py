@@ -104,7 +104,10 @@ def test_tool_banners_apt_lines_prompt_headings_and_issue_prose_are_not_content(
     facts = " ".join(f.text for f in a.facts_learned)
     assert "Main model" not in facts and "Git repo" not in facts and "Get:1" not in facts and "Fetched" not in facts
     assert a.user_constraints == []
-    assert a.key_evidence == []
+    # the reporter's sentence that says where the bug is stays as a location (not a failure, not a
+    # constraint); the prompt's headings are nothing
+    assert [(e.text, e.family) for e in a.key_evidence] == [
+        ("Filling in of default options would occur later, on line 147, but we never get that far.", "location")]
 
 
 def test_harness_instructions_are_not_user_constraints_on_the_corpus():

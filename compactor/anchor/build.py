@@ -44,6 +44,8 @@ from .files import call_effects, looks_like_file
 __all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
 
 EVIDENCE_FAMILIES = ("trace", "error", "exit-code", "test-failure")
+# key evidence that is not a failure: a passing check, where the task says the bug is
+NOT_FAILURE = ("verification", "location", "reproduction")
 _FAMILY_RANK = {"trace": 0, "test-failure": 1, "error": 2, "exit-code": 3}
 _MAX_PENDING = 64
 _MAX_PROSE_FACTS = 8
@@ -232,6 +234,27 @@ def _condense_request(text: str) -> str:
     return shorten(" ".join(kept) if kept else t, _REQUEST_CHARS)
 
 
+_EXPECTED_HEAD = C.regex.compile(
+    r"^[ \t#*>_]*(?:expected (?:behaviou?r|results?|outcome|output)|what (?:did )?you expect(?:ed)?(?: to happen)?|期望(?:行为|结果)|预期(?:行为|结果))"
+    r"[ \t*_]*[:：]?[ \t*_]*$", C.regex.I | C.regex.M)
+_EXPECTED_CHARS = 240
+
+
+def _expected_behaviour(own: str, issue: str) -> str:
+    """The first sentence under an "Expected behavior" heading of a task statement (an issue's
+    requirement: what "done" means), verbatim; '' when there is none."""
+    for t in (issue, own):
+        m = _EXPECTED_HEAD.search(t[:20_000]) if t else None
+        if m is None:
+            continue
+        lines = _meaningful_lines(t[m.end():m.end() + 4000], 3)
+        if not lines or _EXPECTED_HEAD.match(lines[0]) or lines[0].startswith(("**", "__")):
+            continue
+        first = (sentences(lines[0]) or [lines[0]])[0]
+        return shorten(first, _EXPECTED_CHARS)
+    return ""
+
+
 def _meaningful_lines(t: str, limit: int) -> list[str]:
     kept: list[str] = []
     in_fence = False
@@ -281,6 +304,22 @@ def _first_error_line(span_text: str) -> str:
                 return ln.strip()
         return lines[-1].strip()
     return lines[0].strip()
+
+
+def _resolved_evidence(e: Evidence, step: str) -> Evidence:
+    """Evidence a later step resolved: history, not the live failure. Its decisive error line
+    stays (verbatim, marked resolved at ``step``); the frames of a resolved trace are not kept,
+    they are reachable at the evidence's source step."""
+    text = e.text
+    if "\n" in text.strip():
+        lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+        assertion = next((ln for ln in lines if ln.startswith("E ")), "")  # pytest's failing assertion
+        line = _first_error_line(text)
+        if assertion:
+            text = assertion
+        elif line:
+            text = line
+    return e.model_copy(update={"status": "resolved", "resolved_at": step, "text": text})
 
 
 class _State:
@@ -338,6 +377,10 @@ class _State:
             self.steps_seen += 1
             self.last_step = seg.step_id
         if seg.role == Role.system or seg.meta:
+            if seg.meta and "<cwd>" in seg.text:
+                m = _CWD.search(seg.text)
+                if m:  # the harness names the working directory: where the task's files are
+                    self._add_fact(m.group(0), seg.step_id, "environment")
             return
         text = normalize(seg.text)
         # key evidence comes from tool output only (not from the task text, not from the agent
@@ -373,6 +416,7 @@ class _State:
             return
         for eid, e in list(self.evidence.items()):
             t = e.text.strip()
+            t = t[2:] if t.startswith("- ") else t
             if e.source_step != step and "\n" not in t and e.family != "verification" \
                     and any(t == err or t in err.split(" … ") for err in errors):
                 del self.evidence[eid]
@@ -399,7 +443,7 @@ class _State:
         for iid in ids:
             e = self.evidence.get(iid)
             if e is not None and e.status == "live":
-                self.evidence[iid] = e.model_copy(update={"status": "resolved", "resolved_at": step})
+                self.evidence[iid] = _resolved_evidence(e, step)
             f = self.failed.get(iid)
             if f is not None and f.status == "failed":
                 self.failed[iid] = f.model_copy(update={"status": "resolved", "resolved_at": step})
@@ -442,6 +486,22 @@ class _State:
         err = error if len(error) <= 400 else error[:400]
         # one item per command and kind of error: the same command failing two ways is two lessons
         fid = item_id("fx", first, _error_class(err))
+        prev = next(reversed(self.failed.values()), None) if pc is not None and pc.kind in ("edit", "read") else None
+        if prev is not None and fid not in self.failed and prev.status == "failed" \
+                and prev.command.split(" ", 1)[0] == first.split(" ", 1)[0] \
+                and _error_class(prev.error.split(" … ")[-1]) == _error_class(err):
+            # the editor failing the same way on the next path it tried (a parent directory, a
+            # sibling file): one lesson, from the first path tried to the newest
+            # the error is the newest one; the first (the path the agent meant) stays the key
+            # evidence, the ones in between are the same lesson again
+            fid = prev.id
+            first = f"{prev.command.split(' … ', 1)[0]} … {first}"
+            self.failed[fid] = prev.model_copy(update={"command": first, "error": err})
+            cls = _error_class(err)
+            for eid, e in list(self.evidence.items()):
+                if e.status == "live" and e.source_step != prev.source_step and "\n" not in e.text.strip() \
+                        and e.family not in NOT_FAILURE and _error_class(e.text.strip()) == cls:
+                    del self.evidence[eid]
         old = self.failed.get(fid)
         if old is None or old.status == "resolved":
             self.failed[fid] = FailedAttempt(id=fid, source_step=step, command=first, error=err,
@@ -600,12 +660,17 @@ class _State:
                 constraint_sents.append(s)
                 if not any(s in t or t in s for t in span_cons):
                     self._add_constraint(s, step)
+        self._reported(issue or own, spans, step)
         # a pasted issue: its author's requirements bound the solution, its analysis does not
         for s in sentences(prose_of(issue)):
             if _REQUIREMENT.search(s) and not _ANALYSIS.search(s):
                 self._add_constraint(s, step)
         if initial:
-            iid = self._add_intent("initial", _condense_request(text), step)
+            request = _condense_request(text)
+            expected = _expected_behaviour(own if own.strip() else text, issue)
+            if expected and squash(expected) not in request:
+                request = f"{request} — expected: {expected}"
+            iid = self._add_intent("initial", request, step)
             self.current_request = iid
             if len(text) <= 600:
                 self._prose(step, prose, spans, author="user")
@@ -676,6 +741,70 @@ class _State:
         self._set_intent_status(new_id, "active")
         self.current_request = new_id
 
+    def _reproduction(self, text: str, view: View, step: str, key: str) -> None:
+        """What the agent's reproduction script printed, when it is short (the bug's symptom, or
+        the changed output after a fix): verbatim, the newest run live, an earlier different
+        output resolved at the run that changed it."""
+        lines = text.split("\n")
+        keep = [i for i, ln in enumerate(lines[:200]) if ln.strip() and view.evidence_ok(i)
+                and not _WRAPPER_RE.match(ln.strip())]
+        if not keep or len(keep) > 4 or keep[-1] - keep[0] + 1 != len(keep):
+            return
+        out = "\n".join(lines[keep[0]:keep[-1] + 1]).strip()
+        if not out or len(out) > 240:
+            return
+        rkey = "repro:" + key
+        eid = item_id("ev", out, exact=True)
+        for oid in self.error_keys.get(rkey, []):
+            e = self.evidence.get(oid)
+            if oid != eid and e is not None and e.status == "live":
+                self.evidence[oid] = _resolved_evidence(e, step)
+        if eid not in self.evidence or self.evidence[eid].status == "resolved":
+            self.evidence[eid] = Evidence(id=eid, source_step=step, text=out, rule_id="anchor.reproduction",
+                                          family="reproduction")
+        ids = self.error_keys.setdefault(rkey, [])
+        if eid not in ids:
+            ids.append(eid)
+
+    def _reproduced(self, ev_spans: Sequence[Span]) -> None:
+        """An error the task reported, now seen in a run's output: the run's evidence is the
+        live one, the reported copy goes."""
+        for eid, e in list(self.evidence.items()):
+            if e.rule_id == "anchor.reported" and e.status == "live":
+                last = e.text.rsplit("\n", 1)[-1].strip()
+                if any(last in sp.text for sp in ev_spans):
+                    del self.evidence[eid]
+
+    def _reported(self, region: str, spans: Sequence[Span], step: str) -> None:
+        """What the task itself reports (the user's words or a pasted issue, not the harness's
+        instructions): the error it quotes, with the frame that raised it, and the sentences
+        that say where the bug is ("on line 101", ``fields.py#L1474``). Key evidence until a run
+        reproduces the error (the run's evidence replaces it) or a passing check resolves it."""
+        if not region.strip():
+            return
+        errors = [sp for sp in spans if (sp.rule_id == "error.exception-line" or sp.family == "trace")
+                  and sp.text.strip() and sp.text.strip() in region]
+        # a trace's message is its last line; a trace span of one line is only the header
+        lines = [sp.text.strip().rsplit("\n", 1)[-1].strip() for sp in errors if sp.rule_id == "error.exception-line"
+                 or "\n" in sp.text.strip()]
+        lines = [ln for ln in lines if ln and ln in region]
+        if lines:
+            line = max(lines, key=region.rfind)
+            pos = region.rfind(line)
+            before = [ln for ln in region[max(0, pos - 2000):pos].split("\n") if ln.strip()][-2:]
+            frame = next((ln for ln in before if _FRAME_AT.search(ln)), None)
+            start = region.rfind(frame, 0, pos) if frame is not None else -1
+            text = region[start:pos + len(line)] if start >= 0 else line  # verbatim, from the frame
+            self._evidence(Span(rule_id="anchor.reported", family="error", start=0, end=len(text),
+                                line_start=1, line_end=1, text=text, step_id=step), step)
+        n = 0
+        for sent in sentences(prose_of(region)):
+            if n >= 3 or not _LOCATION_SENT.search(sent) or len(sent) > 300 or sent.endswith(("?", "？")):
+                continue
+            self._evidence(Span(rule_id="anchor.reported-location", family="location", start=0, end=len(sent),
+                                line_start=1, line_end=1, text=sent, step_id=step), step)
+            n += 1
+
     # ------------------------------------------------------------------ tools
     def _applied_diff(self, text: str, step: str, tool: str) -> None:
         """A diff the tool printed (an editor's result, ``git diff``, a submitted patch): the net
@@ -706,6 +835,10 @@ class _State:
         for s in sentences(prose_of(message)):
             if C.ASKS_USER.search(s) or s.endswith(("?", "？")):
                 self._add_question(s, step)
+            elif _GAVE_UP.search(s):
+                # the agent closing on what it could not do: the state the work is left in
+                self._evidence(Span(rule_id="anchor.closing", family="error", start=0, end=len(s), line_start=1,
+                                    line_end=1, text=s, step_id=step), step)
 
     def _canon(self, path: str) -> str:
         """One name per file: an absolute path and a relative one that is its unique suffix
@@ -751,10 +884,13 @@ class _State:
         eff = call_effects(seg.tool_name, raw, seg.command, self.open_file)
         if seg.command and not eff.ops and eff.kind in ("other", "shell"):
             _editor_verb_call(eff, seg.tool_name or "", seg.command, raw)
+        commit = ""
         if eff.state_change or eff.kind == "shell":
             msg = _commit_message(seg.command or raw)
             if msg:
-                eff.action = f"{eff.action} — commit “{msg}”"
+                # the message is quoted once: the command up to its "-m" shows how it was run
+                eff.action = eff.action.split(" -m ", 1)[0].rstrip() if " -m " in eff.action else eff.action
+                commit = f" — commit “{msg}”"
         if eff.open_file is not None:
             self.open_file = eff.open_file
         writes: list[tuple[str, str]] = []
@@ -778,7 +914,7 @@ class _State:
         if writes or eff.state_change:
             files = [p for p, _ in writes]
             if eff.kind == "shell":
-                desc = f"ran `{eff.action or eff.state_change}`"
+                desc = f"ran `{eff.action or eff.state_change}`{commit}"
                 if writes:
                     desc += ": " + ", ".join(f"{a} {p}" for p, a in writes)
             else:
@@ -869,8 +1005,12 @@ class _State:
             # a timeout or a harness exception stops all of it
             attributable = pc.kind != "shell" or pc.commands <= 1 or timed_out
             change_failed = (flagged or m_fail is not None) and attributable
+            noop_commit = "nothing to commit" in head and "commit" in command
             for cid in pc.change_ids:
                 ch = self.changes.get(cid)
+                if ch is not None and noop_commit and not ch.files and "commit" in ch.description:
+                    del self.changes[cid]  # a commit that found nothing to commit changed nothing
+                    continue
                 if ch is not None:
                     if change_failed and kind == "edit":
                         # an edit the tool rejected changed nothing: it is a failed attempt, not a change
@@ -891,6 +1031,7 @@ class _State:
             self.last_result_error = True
             for sp in ev_spans:
                 self._evidence(sp, step, key)
+            self._reproduced(ev_spans)
             if not ev_spans and line and kind in ("edit", "read") or (timed_out and line):
                 # an editor's or the harness's own error message is the evidence of this failure;
                 # earlier ones of that kind live on in their failed attempts, not here twice
@@ -898,19 +1039,28 @@ class _State:
                     del self.evidence[eid]
                 self._evidence(Span(rule_id="anchor.tool-error", family="error", segment_id=seg.id, start=0,
                                     end=len(line), line_start=1, line_end=1, text=line, step_id=step), step, key)
-            if not _expected_failure(command, line):
+            if not _expected_failure(command, line) and not self._probe_before_change(command, line):
                 self._add_failed_attempt(seg, pc, line, step, key)
                 self._dedupe_evidence(step)
         else:
             self.last_result_error = False
             self._resolve(key, step, module=_installed_module(command))
-            if key and kind == "shell" and _PASSING.search(text[-20_000:]):
-                ok = _passing_line(text, lazy.v)
-                if ok:
-                    self._verification(ok, step, key)
+            ok = _passing_line(text, lazy.v) if key and kind == "shell" and _PASSING.search(text[-20_000:]) else ""
+            if ok:
+                self._verification(ok, step, key)
+            elif key and kind == "shell" and _runs_repro(command):
+                self._reproduction(text, lazy.v, step, key)
         diffish = text.startswith("@@ ") or "\n@@ " in text[:200_000]
         if diffish and not failed and lazy.v.kind == "diff":
             self._applied_diff(text, step, seg.tool_name or "")
+        if "to the chat" in text:
+            # a chat tool's context: the files the user put in scope, each run of those lines
+            # one fact (verbatim)
+            for m in _ADDED_BLOCK.finditer(text[:200_000]):
+                fact = m.group(0).strip()
+                fid = item_id("fa", fact)
+                if fid not in self.facts:
+                    self.facts[fid] = Fact(id=fid, source_step=step, text=fact, via="")
         if "Applied edit to " in text:
             # a chat tool's edit (aider): the file it reports as edited changed
             for m in _APPLIED_EDIT.finditer(text[:200_000]):
@@ -926,27 +1076,49 @@ class _State:
             if passing:
                 # a passing check after the failures: earlier run errors are superseded by it
                 for eid, e in list(self.evidence.items()):
-                    if e.status == "live" and e.family != "verification" and e.source_step != step \
+                    if e.status == "live" and e.family not in NOT_FAILURE and e.source_step != step \
                             and e.rule_id != "anchor.tool-error":
-                        self.evidence[eid] = e.model_copy(update={"status": "resolved", "resolved_at": step})
+                        self.evidence[eid] = _resolved_evidence(e, step)
         if kind in ("read", "edit"):
             return  # file contents, not observations
         via = pc.action if pc is not None else (seg.command or "")
         if (diffish and lazy.v.kind == "diff") or call_kind(command, seg.tool_name) in ("source", "diff", "listing"):
             return  # a file's content or a directory listing states no facts
-        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans])
+        self._facts(text, spans, step, via, prose=kind == "other", skip=[sp.text for sp in ev_spans],
+                    own_script=self._runs_own_script(command))
+
+    def _probe_before_change(self, command: str, error: str) -> bool:
+        """A script the agent wrote, run before it changed any file it did not create, failing for
+        a reason that is not the environment: it shows the bug, as intended (a reproduction)."""
+        if _ENV_ERROR.search(error) or not self._runs_own_script(command):
+            return False
+        return not any("created" not in f["actions"] and ("modified" in f["actions"] or "deleted" in f["actions"])
+                       for f in self.files.values())
+
+    def _runs_own_script(self, command: str) -> bool:
+        """The command runs a script the agent itself wrote in this trajectory."""
+        for argv in _argvs(command):
+            prog = argv[0].rsplit("/", 1)[-1]
+            ops = [a for a in argv[1:] if not a.startswith("-")]
+            if prog.startswith(("python", "node", "ruby", "bash", "sh")) and ops:
+                f = self.files.get(self._canon(ops[0].removeprefix("./")))
+                if f is not None and "created" in f["actions"]:
+                    return True
+        return False
 
     def _facts(self, text: str, spans: Sequence[Span], step: str, via: str, *, prose: bool,
-               skip: Sequence[str] = (), view: View | None = None) -> None:
+               skip: Sequence[str] = (), view: View | None = None, own_script: bool = False) -> None:
         """Facts stated by one observation: verbatim lines / sentences (never rephrased).
 
-        Lines that are already key evidence are not repeated as facts."""
+        Lines that are already key evidence are not repeated as facts. The output of a script the
+        agent wrote is its own probe: only test summaries and installs are facts there, not its
+        "name: number" lines."""
         body = text[:_MAX_FACT_SCAN]
         if not body.strip():
             return
         # number spans from the protect rules: the line they sit on is a fact
         for sp in spans:
-            if sp.family == "number":
+            if sp.family == "number" and not own_script:
                 start = body.rfind("\n", 0, sp.start) + 1
                 end = body.find("\n", sp.end)
                 line = body[start:end if end >= 0 else len(body)].strip()
@@ -982,6 +1154,8 @@ class _State:
                 continue
             # the patterns below treat every digit alike: lines that differ only in their digits
             # (download lists, progress lines) get the same verdict, computed once
+            if own_script and not (C.TEST_SUMMARY.search(ln) or C.INSTALLED.search(ln)):
+                continue
             shape = raw.translate(_SHAPE)
             ok = verdicts.get(shape)
             if ok is None:
@@ -1050,20 +1224,48 @@ class _State:
         asks for: the live failure, a request nobody has answered yet. Never a template."""
         out = [n for n in a.next_steps if not (self.finished and n.status == "pending")]
         derived: list[tuple[str, str]] = []
-        live = [e for e in a.key_evidence if e.status == "live" and e.family != "verification"]
+        live = [e for e in a.key_evidence if e.status == "live" and e.family not in NOT_FAILURE]
         if self.last_result_error and self.last_error:
             derived.append((f"resolve the live failure: {self.last_error}", self.last_error_step))
         elif live and not self.finished:
             e = live[-1]
             derived.append((f"resolve the live failure: {_first_error_line(e.text)}", e.source_step))
+        verify = self._unverified(a)
+        if verify:
+            derived.append(verify)
         cur = self.intent.get(self.current_request)
         if not self.answered and cur is not None and cur.status == "active":
-            derived.append((f"answer the pending request: {cur.text}", cur.source_step))
+            # every request still open, the newest first (none of them has an answer yet)
+            still_open = _still_open(list(self.intent.values()), cur)
+            pending = "; ".join([cur.text, *still_open])
+            label = "answer the pending requests" if still_open else "answer the pending request"
+            derived.append((f"{label}: {pending}", cur.source_step))
         for text, step in derived:
             nid = item_id("ns", text)
             if all(n.id != nid for n in out):
                 out.append(NextStep(id=nid, source_step=step, text=text))
         return out
+
+    def _unverified(self, a: Anchor) -> tuple[str, str] | None:
+        """A change to the code that no passing run came after, while the agent's reproduction
+        script is still there: running it is the next step (unless the work was handed in)."""
+        if self.finished:
+            return None
+        repro = [f.path for f in a.files_touched if "created" in f.actions and f.actions[-1] != "deleted"
+                 and _REPRO_SCRIPT.search(f.path)]
+        if not repro:
+            return None
+        code = [c for c in a.changes_made if c.status == "applied" and c.files
+                and any(p not in repro and any(p == f.path and "modified" in f.actions for f in a.files_touched)
+                        for p in c.files)]
+        if not code:
+            return None
+        last_change = max(_step_num(c.source_step) for c in code)
+        checks = [_step_num(e.source_step) for e in a.key_evidence if e.family == "verification"]
+        if checks and max(checks) > last_change:
+            return None
+        step = max((c.source_step for c in code), key=_step_num)
+        return f"verify the change of {step}: run {repro[-1]} again (no passing run since)", step
 
     def _intent(self, history: list[IntentItem]) -> Intent:
         initial = next((it.text for it in history if it.kind == "initial"), "")
@@ -1082,8 +1284,7 @@ class _State:
                     clar.append(it.text)
             if clar:
                 current = current + " — clarified: " + "; ".join(clar)
-            still_open = [it.text for it in history if it.kind in ("initial", "request") and it.status == "active"
-                          and it.id != cur.id]
+            still_open = _still_open(history, cur)[::-1]
             if still_open:
                 current = current + " — still open: " + "; ".join(still_open)
         if not current:
@@ -1096,6 +1297,9 @@ class _State:
 # ------------------------------------------------------------------ tool results
 
 
+_FRAME_AT = C.regex.compile(r'^\s*File "[^"]+", line \d+|^\s*at \S.*[:(]\d+|\.\w{1,5}:\d+')
+# a sentence of a task statement that says where the bug is: a line number, a file:line, a link to a line
+_LOCATION_SENT = C.regex.compile(r"\b(?:on |at |in )?line \d+\b|\b[\w/.-]+\.\w{1,5}:\d+\b|\.\w{1,5}#L\d+\b")
 _TIMEOUT = C.regex.compile(r"timed out after [\d.]+ ?(?:seconds|s)\b|\bTimeoutExpired\b|\bCommand timed out\b")
 _HARNESS_EXC = C.regex.compile(r"^<exception>An error occurred while executing the command:")
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "which", "pgrep"})
@@ -1158,6 +1362,38 @@ class _LazyView:
             text, command, tool = self._args
             self._view = classify(text, command=command, tool=tool)
         return self._view
+def _still_open(history: list[IntentItem], cur: IntentItem) -> list[str]:
+    """The requests besides ``cur`` that are still open, newest first; one the user asked again
+    in longer words (its text is part of a later request's) is that request."""
+    texts = [it.text for it in reversed(history)
+             if it.kind in ("initial", "request") and it.status == "active" and it.id != cur.id]
+    out: list[str] = []
+    for t in texts:
+        if t in cur.text or any(t in o for o in texts if o != t):
+            continue
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def _runs_repro(command: str) -> bool:
+    """The command runs a reproduction script (``python reproduce.py``)."""
+    for argv in _argvs(command):
+        prog = argv[0].rsplit("/", 1)[-1]
+        ops = [a for a in argv[1:] if not a.startswith("-")]
+        if prog.startswith(("python", "node", "ruby", "bash", "sh")) and ops and _REPRO_SCRIPT.search(ops[0]):
+            return True
+    return False
+
+
+def _step_num(step: str) -> int:
+    digits = "".join(ch for ch in step if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+_ADDED_BLOCK = C.regex.compile(r"^Added \S+ to the chat[ \t]*(?:\nAdded \S+ to the chat[ \t]*)*$", C.regex.M)
+_CWD = C.regex.compile(r"<cwd>[^<\n]+</cwd>")
+_GAVE_UP = C.regex.compile(r"(?i)^(?:it seems (?:that )?)?(?:I (?:am|was) )?(?:unable to|could not|couldn't|was not able to|failed to)\b|无法|未能")
 _APPLIED_EDIT = C.regex.compile(r"^Applied edit to (\S+?)\s*$", C.regex.M)
 _SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command", "Bash"})
 _DIFF_FILE = C.regex.compile(r"^\+\+\+ (\S+)|^--- (\S+)")

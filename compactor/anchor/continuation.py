@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ..models import Anchor, ChangeMade, Evidence, IntentItem, NextStep, Role, Segment, SegmentKind, UserConstraint
 from . import cues as C
 from ._text import item_id, prose_of, sentences, shorten
-from .build import _benign_exit, _condense_request, _error_line, _own_words
+from .build import NOT_FAILURE, _benign_exit, _condense_request, _error_line, _own_words
 from ..codeview import classify
 
 __all__ = ["QUESTIONS", "continuation_check"]
@@ -87,7 +87,7 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anc
                                          family="error"))
                 filled.append(f"what_failed:{eid}:{r.step_id}")
     if results and _failed(results[-1]):
-        live = [e for e in evidence if e.status == "live" and e.family != "verification"]
+        live = [e for e in evidence if e.status == "live" and e.family not in NOT_FAILURE]
         if not live:
             r = results[-1]
             line = _error_line(r.text[:4000], classify(r.text, command=r.command, tool=r.tool_name), [], None, "other")
@@ -119,7 +119,7 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anc
     open_q = [q for q in anchor.open_questions if q.status == "open"]
     if not pending and not open_q and not anchor.cursor.finished:
         live = [e for e in upd.get("key_evidence", anchor.key_evidence) if e.status == "live"
-                and e.family != "verification"]
+                and e.family not in NOT_FAILURE]
         text, step = "", ""
         if live:
             text, step = f"resolve the live failure: {shorten(live[-1].text.split(chr(10))[-1], 300)}", live[-1].source_step

@@ -73,7 +73,7 @@ OBSERVATION = regex.compile(
 
 # harness and tool chrome that is never a fact (banners, package-manager chatter, cost lines)
 CHROME_FACT = regex.compile(
-    r"^(?:Aider v\d|Main model:|Weak model:|Editor model:|Git repo:|Repo-map:|Added .+ to the chat|Copied code context|"
+    r"^(?:Aider v\d|\S*/aider\s+--|Error checking pypi for new version|Main model:|Weak model:|Editor model:|Git repo:|Repo-map:|Added .+ to the chat|Copied code context|"
     r"You can skip this check|Use /help|Tokens: [\d.,k]+ sent|Cost: \$|Get:\d+ |Hit:\d+ |Ign:\d+ |Fetched [\d.,]+ [kMG]?B|"
     r"Reading package lists|Building dependency tree|WARNING: Running pip as the 'root' user|"
     r"\[notice\] |# packages in environment at|platform \w+ -- Python|cachedir: |rootdir: |configfile: |plugins: |"

@@ -135,7 +135,7 @@ def _excerpt(text: object, n: int = 48) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-_NEW_LINES_CHARS = 300
+_NEW_LINES_CHARS = 200
 
 
 def _new_lines(old: object, new: object, n: int = _NEW_LINES_CHARS) -> str:
@@ -318,11 +318,37 @@ def _replace_detail(args: dict) -> str:
         return f"{len(args['edits'])} edits"
     if isinstance(args.get("insert_line"), int):
         return f"insert at line {args['insert_line']}: `{_new_lines(None, new or args.get('text'))}`"
+    if isinstance(old, str) and old.strip() and isinstance(new, str) and _only_adds(old, new):
+        # the edit keeps every line it replaces: what it brings in is the whole change
+        return f"added `{_new_lines(old, new)}`"
     if isinstance(old, str) and old or isinstance(new, str) and new:
-        return f"`{_excerpt(old, 80)}` → `{_new_lines(old, new)}`"
+        return f"`{_removed_lines(old, new)}` → `{_new_lines(old, new)}`"
     if isinstance(args.get("text"), str):
         return f"insert `{_excerpt(args['text'])}`"
     return ""
+
+
+def _removed_lines(old: object, new: object, n: int = 80) -> str:
+    """The lines an edit takes out (those of ``old`` that ``new`` does not keep), bounded; the
+    start of ``old`` when every line stays (only their order or spacing changed)."""
+    if not isinstance(old, str):
+        return ""
+    after = {ln.strip() for ln in new.split("\n")} if isinstance(new, str) else set()
+    gone = [ln.strip() for ln in old.split("\n") if ln.strip() and ln.strip() not in after]
+    return _excerpt(" ⏎ ".join(gone) if gone else old, n)
+
+
+def _only_adds(old: str, new: str) -> bool:
+    """Every line of ``old`` is still in ``new`` (in order) and ``new`` has more: a pure addition."""
+    kept = [ln.strip() for ln in new.split("\n") if ln.strip()]
+    want = [ln.strip() for ln in old.split("\n") if ln.strip()]
+    if len(kept) <= len(want):
+        return False
+    i = 0
+    for ln in kept:
+        if i < len(want) and ln == want[i]:
+            i += 1
+    return i == len(want)
 
 
 def _swe_text(eff: CallEffects, cmd: str, open_file: str) -> None:

@@ -84,7 +84,10 @@ def to_json(anchor: Anchor) -> dict[str, Any]:
     if it.current and it.current != it.initial:
         intent["current"] = it.current
     shown = {it.initial, it.current}
-    others = [h.model_dump(mode="json") for h in it.history if h.text not in shown and h.kind != "initial"]
+    # a request already quoted in the initial or current wording (the current one lists what is
+    # still open) is not shown again
+    others = [h.model_dump(mode="json") for h in it.history
+              if h.kind != "initial" and not any(h.text in t for t in shown if t)]
     if others:
         intent["history"] = others
     dump = anchor.model_dump(mode="json", include={"changes_made", "decisions_made", "failed_attempts",

@@ -200,6 +200,8 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False
                 continue
             seen_here[rule.id] = path
             rules[rule.id] = rule
+    if not problems:
+        _link_vocabulary(rules, problems)
     if problems:
         raise RuleError(
             f"{len(problems)} problem(s) in rule files: " + "; ".join(problems[:5])
@@ -211,6 +213,37 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False
         ruleset.key = key
         _write_catalog(key, ruleset)
     return ruleset
+
+
+def _link_vocabulary(rules: dict[str, Rule], problems: list[str]) -> None:
+    """One vocabulary for the protect rules and the anchor's cues: a cue that names protect rules
+    in ``vocabulary`` gets their words as prefilter literals (in place, after its own). Checked:
+    each named rule exists, is a protect literal rule of the cue's family, and no word is listed
+    in both places."""
+    for rid, rule in list(rules.items()):
+        if not rule.vocabulary:
+            continue
+        own = [w.lower() for w in rule.prefilter]
+        words: list[str] = []
+        for vid in rule.vocabulary:
+            v = rules.get(vid)
+            where = f"{rule.source}: field vocabulary"
+            if v is None:
+                problems.append(f"{where}: no rule {vid!r}")
+                continue
+            if v.stage != "protect" or v.kind != "literal" or v.literal is None:
+                problems.append(f"{where}: {vid!r} is not a protect literal rule")
+                continue
+            if v.family != rule.family:
+                problems.append(f"{where}: {vid!r} is of family {v.family!r}, the cue of {rule.family!r}")
+                continue
+            for w in v.literal.words:
+                lw = w.lower()
+                if lw in own:
+                    problems.append(f"{rule.source}: field prefilter: {w!r} is already a word of {vid!r} (list it once)")
+                elif lw not in words:
+                    words.append(lw)
+        rules[rid] = rule.model_copy(update={"prefilter": [*rule.prefilter, *words]})
 
 
 # ---------------------------------------------------------------------------- the on-disk catalog

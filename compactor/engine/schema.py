@@ -142,6 +142,9 @@ class Rule(_Strict):
     roles: list[Literal["system", "user", "assistant", "tool"]] = Field(default_factory=lambda: ["user", "assistant", "tool"])
     prefilter: list[str] = Field(default_factory=list, description="literals: a line is only tried if it contains one of them")
     prefilter_ignore_case: bool = False
+    vocabulary: list[str] = Field(default_factory=list, description=(
+        "cue rules: ids of the protect literal rules (same family) whose words are this cue's vocabulary; "
+        "the loader adds those words to the prefilter, so a word is listed once, in the protect rule"))
     regex_: RegexSpec | None = Field(default=None, alias="regex")
     line_block: LineBlockSpec | None = Field(default=None, alias="line-block")
     literal: LiteralSpec | None = None
@@ -166,6 +169,10 @@ class Rule(_Strict):
             raise ValueError("examples.no_match is empty: every rule needs near-misses it must not find")
         if self.examples.expect and len(self.examples.expect) > len(self.examples.match):
             raise ValueError("examples.expect has more entries than examples.match")
+        if self.vocabulary and self.stage != "cue":
+            raise ValueError("vocabulary is only for stage 'cue' (it names the protect rules a cue shares words with)")
+        if self.vocabulary and not self.prefilter_ignore_case:
+            raise ValueError("a cue with a vocabulary needs prefilter_ignore_case = true (the words are matched in any case)")
         if self.stage == "protect" and self.family not in FAMILIES:
             raise ValueError(f"family {self.family!r} is not a protect family ({', '.join(FAMILIES)})")
         return self
