@@ -87,7 +87,7 @@ def test_editing_a_protect_word_list_reaches_the_cue_through_the_catalog(tmp_pat
     f.write_text(f.read_text(encoding="utf-8").replace('words = [', 'words = [\n  "plumped for",'), encoding="utf-8")
     edited = load_uncached((str(rules),), False, catalog=True)
     assert "plumped for" in edited.by_id["cue.decision"].prefilter
-    assert len(list((tmp_path / "cache" / "rules").glob("*.json"))) == 2  # a new key, a new catalog
+    assert len(list((tmp_path / "cache" / "rules").glob("*.catalog"))) == 2  # a new key, a new catalog
 
 
 # what the protect rules keep as a decision / failed approach / constraint, the anchor extracts

@@ -103,6 +103,7 @@ FIELDS: dict[str, dict[str, Any]] = {
         "roles": _list_of(_one_of("system", "user", "assistant", "tool")),
         "prefilter": _strs,
         "prefilter_ignore_case": _bool,
+        "vocabulary": lambda v: _strs(v) and all(_RULE_ID.match(x) is not None for x in v),
         "regex_": _section("regex_"),
         "line_block": _section("line_block"),
         "literal": _section("literal"),
@@ -199,6 +200,8 @@ def check_rule_data(data: Any) -> str | None:
     ex = data["examples"]
     if not ex["match"] or not ex["no_match"] or len(ex["expect"]) > len(ex["match"]):
         return "examples: match and no_match must not be empty, expect not longer than match"
+    if data["vocabulary"] and (data["stage"] != "cue" or not data["prefilter_ignore_case"]):
+        return "vocabulary is only for stage 'cue', with prefilter_ignore_case"
     if data["stage"] == "protect" and data["family"] not in FAMILIES:
         return f"family {data['family']!r} is not a protect family"
     return None
