@@ -28,6 +28,7 @@ import regex
 from ..errors import RuleTimeout
 from ..models import Span
 from ..normalize import CI_PREFIX
+from .branches import split_any
 from .literals import LiteralScanner, literal_key
 from .schema import FLAG_NAMES, Rule
 
@@ -37,6 +38,7 @@ __all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all"
 LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lines
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
 PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a speed target
+SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
 
 
 @dataclass
@@ -278,6 +280,8 @@ class RegexRule(CompiledRule):
                 out.append(self._span(view, a, b, ls, le, nlines))
                 last_line = out[-1][3]
             return out
+        if spec.scope == "line" and len(cand) >= SPLIT_MIN and self.branches is not None:
+            return self._find_split(view, cand, budget, t0)
         for n, i in enumerate(cand):
             if n & 255 == 255 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
@@ -293,6 +297,72 @@ class RegexRule(CompiledRule):
             if a < base:
                 continue
             out.append(self._span(view, a, b, i, i, nlines))
+        return out
+
+    @cached_property
+    def branches(self) -> list[tuple[regex.Pattern, tuple[str, ...], tuple[str, ...], bool]] | None:
+        """The pattern split into gated branches (``branches.split_any``), or None.
+
+        Each entry: (compiled branch, case-sensitive gate literals, lowered case-insensitive gate
+        literals, gated?). A line can match the branch only if it contains one of the literals."""
+        split = split_any(self.spec.pattern, _flags(self.spec.flags))
+        if split is None:
+            return None
+        flags = _flags(self.spec.flags)
+        out = []
+        for br in split:
+            lits = br.literals or []
+            cs = tuple(lit for lit, ci in lits if not ci)
+            ci = tuple(lit.lower() for lit, ci in lits if ci)
+            out.append((_compile(br.source, flags), cs, ci, br.literals is not None))
+        # ungated branches last: a line matched by a gated one is not searched again
+        out.sort(key=lambda b: not b[3])
+        return out
+
+    def _find_split(self, view: TextView, cand: list[int], budget: float, t0: float):
+        """Line-scope matching by branches: a line matches iff one of its branches does, and a
+        branch is searched only on lines holding one of its literals (case-insensitive literals
+        are checked on ASCII lines; a non-ASCII line is searched, since case folding can map
+        non-ASCII letters such as the Kelvin sign onto ASCII ones)."""
+        out = []
+        nlines = len(view.lines)
+        branches = self.branches
+        searches = 0
+        for i in cand:
+            body = view.body(i)
+            asc = None
+            low = None
+            for pat, cs, ci, gated in branches:
+                if gated:
+                    hit = False
+                    for lit in cs:
+                        if lit in body:
+                            hit = True
+                            break
+                    if not hit and ci:
+                        if asc is None:
+                            asc = body.isascii()
+                        if not asc:
+                            hit = True
+                        else:
+                            if low is None:
+                                low = body.lower()
+                            for lit in ci:
+                                if lit in low:
+                                    hit = True
+                                    break
+                    if not hit:
+                        continue
+                searches += 1
+                if searches & 255 == 255 and time.process_time() - t0 > budget:
+                    raise RuleTimeout(self.id)
+                try:
+                    m = _search_line(pat, body, budget)
+                except TimeoutError:
+                    raise RuleTimeout(self.id) from None
+                if m is not None:
+                    out.append(self._span(view, 0, 0, i, i, nlines))
+                    break
         return out
 
     def _span(self, view: TextView, a: int, b: int, ls: int, le: int, nlines: int):
