@@ -191,10 +191,10 @@ KNOWN_RUN = 8  # protected lines of one shape, known from the baseline, fold bey
 WEAK_FAMILIES = frozenset({"fileref", "number"})
 
 
-def _lines_of(spans, context: int, nlines: int) -> set[int]:
+def _line_set(ranges) -> set[int]:
     out: set[int] = set()
-    for s in spans:
-        out.update(range(max(0, s.line_start - 1 - context), min(nlines - 1, s.line_end - 1 + context) + 1))
+    for ls, le in ranges:
+        out.update(range(ls, le + 1))
     return out
 
 
@@ -507,14 +507,14 @@ class Trimmer:
                 # lines kept only for a file:line reference or a number (not an error, trace, test
                 # failure or exit status) fold like the rest when the passing run printed that shape
                 # and so do context lines (around a span, not in one) that the passing run printed
-                strong = _lines_of((s for s in det.raw_spans if s.family not in WEAK_FAMILIES), 0, n)
+                strong = _line_set(det.line_ranges(WEAK_FAMILIES))
                 weak = protected - strong
         cut = n
         if not final and n > opt.carry_lines:
             cut = n - opt.carry_lines
-            for s in det.raw_spans:
-                if s.line_end - 1 >= cut and s.line_start - 1 < cut:
-                    cut = min(cut, s.line_start - 1 - opt.context)
+            for ls, le in det.line_ranges():
+                if le >= cut and ls < cut:
+                    cut = min(cut, ls - opt.context)
             if cut <= 0:
                 cut = n - opt.carry_lines  # one block-sized trace: finalise anyway (bounded memory)
         elif not final:

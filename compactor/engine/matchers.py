@@ -32,8 +32,8 @@ from .branches import split_any
 from .literals import LiteralScanner, literal_key
 from .schema import FLAG_NAMES, Rule
 
-__all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all", "literal_scanner", "resolve_spans",
-           "scan"]
+__all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all", "literal_scanner", "make_spans",
+           "resolve_found", "resolve_spans", "scan"]
 
 LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lines
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
@@ -642,10 +642,14 @@ def scan(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
     The frozen :class:`Span` models are built here, at the edge, from the plain tuples of
     :func:`find_all`."""
     found, timeouts = find_all(view, rules, role=role, engine=engine)
-    text = view.text
-    spans = [_make_span(cr.id, cr.family, segment_id, a, b, ls + 1, le + 1, text[a:b], cr.priority, step_id)
-             for cr, a, b, ls, le, elidable in found]
-    return spans, timeouts
+    return make_spans(view.text, found, segment_id, step_id), timeouts
+
+
+def make_spans(text: str, found: list[tuple], segment_id: str | None = None,
+               step_id: str | None = None) -> list[Span]:
+    """Frozen :class:`Span` models from :func:`find_all` tuples (1-based lines) over ``text``."""
+    return [_make_span(cr.id, cr.family, segment_id, a, b, ls + 1, le + 1, text[a:b], cr.priority, step_id)
+            for cr, a, b, ls, le, elidable in found]
 
 
 _SPAN_FIELDS = frozenset(Span.model_fields)
@@ -671,25 +675,84 @@ def _order_key(s: Span):
     return (-s.priority, -(s.end - s.start), s.start, s.rule_id)
 
 
+class _Disjoint:
+    """Accepted, pairwise disjoint intervals sorted by start, kept in chunks so that an insert
+    costs O(sqrt n), not O(n): 100k spans on a long trace made one flat sorted list quadratic."""
+
+    CHUNK = 512
+
+    def __init__(self) -> None:
+        self.firsts: list[int] = []  # first start of each chunk
+        self.starts: list[list[int]] = []
+        self.ends: list[list[int]] = []
+
+    def add_if_free(self, a: int, b: int) -> bool:
+        """Insert [a, b) unless it overlaps an accepted interval; True if inserted."""
+        firsts = self.firsts
+        if not firsts:
+            firsts.append(a)
+            self.starts.append([a])
+            self.ends.append([b])
+            return True
+        c = bisect_right(firsts, a) - 1
+        if c < 0:
+            c = 0
+        starts, ends = self.starts[c], self.ends[c]
+        k = bisect_right(starts, a)
+        # the interval before (in this chunk, or the last of the previous one) must end by a
+        if k > 0:
+            if ends[k - 1] > a:
+                return False
+        elif c > 0 and self.ends[c - 1][-1] > a:
+            return False
+        # the interval after (in this chunk, or the first of the next one) must start at or after b
+        if k < len(starts):
+            if starts[k] < b:
+                return False
+        elif c + 1 < len(firsts) and firsts[c + 1] < b:
+            return False
+        starts.insert(k, a)
+        ends.insert(k, b)
+        if k == 0:
+            firsts[c] = a
+        if len(starts) > self.CHUNK:
+            half = len(starts) // 2
+            self.starts[c:c + 1] = [starts[:half], starts[half:]]
+            self.ends[c:c + 1] = [ends[:half], ends[half:]]
+            firsts[c:c + 1] = [starts[0], starts[half]]
+        return True
+
+
 def resolve_spans(spans: list[Span]) -> list[Span]:
     """Make spans non-overlapping by a total order: priority, length, start, rule id.
 
     A span that overlaps one already accepted is dropped from the list; the region stays
     protected because the accepted span covers it or the caller protects the union of lines.
     """
-    starts: list[int] = []
-    ends: list[int] = []
+    taken = _Disjoint()
     accepted: list[Span] = []
     for s in sorted(spans, key=_order_key):
-        k = bisect_right(starts, s.start)
-        if k > 0 and ends[k - 1] > s.start:
-            continue
-        if k < len(starts) and starts[k] < s.end:
-            continue
         if s.start == s.end:
             continue
-        starts.insert(k, s.start)
-        ends.insert(k, s.end)
-        accepted.append(s)
+        if taken.add_if_free(s.start, s.end):
+            accepted.append(s)
     accepted.sort(key=lambda s: (s.start, s.end, s.rule_id))
+    return accepted
+
+
+def _found_key(f: tuple):
+    cr, a, b = f[0], f[1], f[2]
+    return (-cr.priority, a - b, a, cr.id)
+
+
+def resolve_found(found: list[tuple]) -> list[tuple]:
+    """``resolve_spans`` on the plain tuples of :func:`find_all` (same order, same choice)."""
+    taken = _Disjoint()
+    accepted: list[tuple] = []
+    for f in sorted(found, key=_found_key):
+        if f[1] == f[2]:
+            continue
+        if taken.add_if_free(f[1], f[2]):
+            accepted.append(f)
+    accepted.sort(key=lambda f: (f[1], f[2], f[0].id))
     return accepted
