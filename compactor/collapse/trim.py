@@ -260,6 +260,7 @@ class Trimmer:
         self._lineno = 0  # input lines finalised before the current block
         self.annotations: list[tuple] = []  # heap of (rank, Annotation)
         self._seen_refs: set[tuple[str, int]] = set()
+        self._templates: dict[bytes, str] = {}  # shape key -> template (the same shapes recur across regions)
 
     # ------------------------------------------------------------------ low-level output
     def _put(self, s: str) -> None:
@@ -406,7 +407,11 @@ class Trimmer:
         first_last: dict[str, tuple[str, str]] = {}
         # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys only
         for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
-            t = template_of(key.decode("utf-8", "replace"))
+            t = self._templates.get(key)
+            if t is None:
+                t = template_of(key.decode("utf-8", "replace"))
+                if len(self._templates) < 65_536:
+                    self._templates[key] = t
             merged[t] += n
             if t not in first_last:
                 first_last[t] = (r.first[key], r.last[key])
@@ -487,14 +492,19 @@ class Trimmer:
     def process_block(self, lines: list[str], final: bool) -> list[str]:
         """Process raw lines; return the raw lines carried over to the next block."""
         opt = self.opt
-        norm = [normalize_line(x) for x in lines]
+        joined = "\n".join(lines)
+        if "\x1b" in joined or "\r" in joined:
+            norm = [normalize_line(x) if "\x1b" in x or "\r" in x else x for x in lines]
+            joined = None
+        else:  # nothing to normalise (the common case): no call per line
+            norm = list(lines)
         cut_long = []
-        for i, x in enumerate(norm):
+        for i, x in enumerate(norm) if norm and max(map(len, norm)) > opt.max_line_chars else ():
             if len(x) > opt.max_line_chars:
                 half = opt.max_line_chars // 2
                 norm[i] = x[:half] + f" [… {len(x) - 2 * half} characters cut] " + x[-half:]
                 cut_long.append(i)
-        view = TextView("\n".join(norm))
+        view = TextView(joined if joined is not None and not cut_long else "\n".join(norm))
         det = self.detector.detect_view(view, role="tool")
         n = len(norm)
         weak: set[int] = set()
