@@ -300,23 +300,24 @@ class RegexRule(CompiledRule):
         return out
 
     @cached_property
-    def branches(self) -> list[tuple[regex.Pattern, tuple[str, ...], tuple[str, ...], bool]] | None:
+    def branches(self) -> list[list] | None:
         """The pattern split into gated branches (``branches.split_any``), or None.
 
-        Each entry: (compiled branch, case-sensitive gate literals, lowered case-insensitive gate
-        literals, gated?). A line can match the branch only if it contains one of the literals."""
+        Each entry: [compiled branch or None until first searched, source, case-sensitive gate
+        literals, lowered case-insensitive gate literals, gated?]. A line can match the branch
+        only if it contains one of the literals. Not split when more than one branch has no
+        literal: every line would then be searched by several long patterns instead of one."""
         split = split_any(self.spec.pattern, _flags(self.spec.flags))
-        if split is None:
+        if split is None or sum(br.literals is None for br in split) > 1:
             return None
-        flags = _flags(self.spec.flags)
         out = []
         for br in split:
             lits = br.literals or []
             cs = tuple(lit for lit, ci in lits if not ci)
             ci = tuple(lit.lower() for lit, ci in lits if ci)
-            out.append((_compile(br.source, flags), cs, ci, br.literals is not None))
-        # ungated branches last: a line matched by a gated one is not searched again
-        out.sort(key=lambda b: not b[3])
+            out.append([None, br.source, cs, ci, br.literals is not None])
+        # the ungated branch last: a line matched by a gated one is not searched again
+        out.sort(key=lambda b: not b[4])
         return out
 
     def _find_split(self, view: TextView, cand: list[int], budget: float, t0: float):
@@ -332,7 +333,8 @@ class RegexRule(CompiledRule):
             body = view.body(i)
             asc = None
             low = None
-            for pat, cs, ci, gated in branches:
+            for br in branches:
+                pat, _src, cs, ci, gated = br
                 if gated:
                     hit = False
                     for lit in cs:
@@ -356,6 +358,8 @@ class RegexRule(CompiledRule):
                 searches += 1
                 if searches & 255 == 255 and time.process_time() - t0 > budget:
                     raise RuleTimeout(self.id)
+                if pat is None:  # compiled on first use: most branches never find their literal
+                    pat = br[0] = _compile(br[1], _flags(self.spec.flags))
                 try:
                     m = _search_line(pat, body, budget)
                 except TimeoutError:
