@@ -270,13 +270,19 @@ class RegexRule(CompiledRule):
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
             last_line = -1
+            starts = view.starts
+            nstarts = len(starts)
+            group = spec.group
+            by_line = spec.scope == "line"
             for m in matches:
-                a, b = m.start(spec.group), m.end(spec.group)
+                a, b = m.start(group), m.end(group)
                 if a < 0:
                     continue
-                ls, le = view.line_of(a), view.line_of(max(a, b - 1))
-                if spec.scope == "line" and ls <= last_line:
+                if by_line and last_line >= 0 and (last_line + 1 >= nstarts or a < starts[last_line + 1]):
                     continue  # the line is already covered by an earlier match
+                ls = bisect_right(starts, a) - 1
+                e = max(a, b - 1)
+                le = ls if ls + 1 >= nstarts or e < starts[ls + 1] else bisect_right(starts, e) - 1
                 out.append(self._span(view, a, b, ls, le, nlines))
                 last_line = out[-1][3]
             return out
@@ -403,6 +409,10 @@ class LineBlockRule(CompiledRule):
     def before(self) -> list[regex.Pattern]:
         return [_compile(p, 0) for p in self.spec.before]
 
+    @cached_property
+    def _cont_search(self) -> list:
+        return [p.search for p in self.cont]
+
     def _continues(self, line: str, budget: float) -> bool:
         for p in self.cont:
             if _search_line(p, line, budget) is not None:
@@ -445,19 +455,35 @@ class LineBlockRule(CompiledRule):
                 ended = False
                 if self.end is not None and _search_line(self.end, view.body(i), budget) is not None and i > first:
                     ended = True
+                # the continuation lines of a long trace: this loop runs once per frame, so the
+                # short-line case calls the compiled searches directly
+                lines = view.lines
+                prefix = view.prefix
+                end_pat = self.end
+                end_search = end_pat.search if end_pat is not None else None
+                cont_search = self._cont_search
                 while not ended and j < nlines and j - first < spec.max_lines and size < spec.max_bytes:
-                    body = view.body(j)
-                    if not body.strip():
+                    body = lines[j] if prefix is None or not prefix[j] else lines[j][prefix[j]:]
+                    if not body or body.isspace():
                         blanks += 1
                         if blanks > spec.allow_blank:
                             break
                         j += 1
                         continue
-                    if self.end is not None and _search_line(self.end, body, budget) is not None:
+                    short = len(body) <= 4096
+                    if end_pat is not None and (end_search(body) if short else _search_line(end_pat, body, budget)) is not None:
                         last = j
                         ended = True
                         break
-                    if self._continues(body, budget):
+                    if short:
+                        cont = False
+                        for search in cont_search:
+                            if search(body) is not None:
+                                cont = True
+                                break
+                    else:
+                        cont = self._continues(body, budget)
+                    if cont:
                         last = j
                         size += len(view.lines[j]) + 1
                         blanks = 0
