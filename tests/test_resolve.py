@@ -39,6 +39,16 @@ def test_resolve_matches_the_definition(items):
     assert got == [(s.rule_id, s.start, s.end) for s in _reference(spans)]
 
 
+def test_resolve_beyond_the_flat_size(monkeypatch):
+    from compactor.engine import matchers
+
+    spans = [_make_span("r" + str(i % 3), "error", None, (i * 7919) % 5000, (i * 7919) % 5000 + 1 + i % 9, 1, 1, "",
+                        40 + i % 2 * 40, None) for i in range(3000)]
+    flat = resolve_spans(spans)
+    monkeypatch.setattr(matchers, "FLAT_MAX", 10)
+    assert resolve_spans(spans) == flat == _reference(spans)
+
+
 def test_chunks_split_and_stay_sorted():
     d = _Disjoint()
     # interleaved inserts across many chunks, then every overlap refused

@@ -753,19 +753,43 @@ class _Disjoint:
         return True
 
 
+FLAT_MAX = 4096  # up to this many spans one flat sorted list is cheapest; beyond, chunks
+
+
+def _accept(items: list, bounds) -> list:
+    """Greedy acceptance over ``items`` already in priority order; ``bounds(item) -> (a, b)``."""
+    accepted = []
+    if len(items) <= FLAT_MAX:
+        starts: list[int] = []
+        ends: list[int] = []
+        for it in items:
+            a, b = bounds(it)
+            if a == b:
+                continue
+            k = bisect_right(starts, a)
+            if k > 0 and ends[k - 1] > a:
+                continue
+            if k < len(starts) and starts[k] < b:
+                continue
+            starts.insert(k, a)
+            ends.insert(k, b)
+            accepted.append(it)
+        return accepted
+    taken = _Disjoint()
+    for it in items:
+        a, b = bounds(it)
+        if a != b and taken.add_if_free(a, b):
+            accepted.append(it)
+    return accepted
+
+
 def resolve_spans(spans: list[Span]) -> list[Span]:
     """Make spans non-overlapping by a total order: priority, length, start, rule id.
 
     A span that overlaps one already accepted is dropped from the list; the region stays
     protected because the accepted span covers it or the caller protects the union of lines.
     """
-    taken = _Disjoint()
-    accepted: list[Span] = []
-    for s in sorted(spans, key=_order_key):
-        if s.start == s.end:
-            continue
-        if taken.add_if_free(s.start, s.end):
-            accepted.append(s)
+    accepted = _accept(sorted(spans, key=_order_key), lambda s: (s.start, s.end))
     accepted.sort(key=lambda s: (s.start, s.end, s.rule_id))
     return accepted
 
@@ -777,12 +801,10 @@ def _found_key(f: tuple):
 
 def resolve_found(found: list[tuple]) -> list[tuple]:
     """``resolve_spans`` on the plain tuples of :func:`find_all` (same order, same choice)."""
-    taken = _Disjoint()
-    accepted: list[tuple] = []
-    for f in sorted(found, key=_found_key):
-        if f[1] == f[2]:
-            continue
-        if taken.add_if_free(f[1], f[2]):
-            accepted.append(f)
+    accepted = _accept(sorted(found, key=_found_key), _bounds)
     accepted.sort(key=lambda f: (f[1], f[2], f[0].id))
     return accepted
+
+
+def _bounds(f: tuple) -> tuple[int, int]:
+    return f[1], f[2]
