@@ -113,3 +113,46 @@ def test_detection_is_unchanged_by_the_split(monkeypatch):
     monkeypatch.setattr(matchers, "SPLIT_MIN", 10**9)
     whole = sorted((cr.id, a, b) for cr, a, b, *_ in find_all(TextView(text), RULES, role="tool")[0])
     assert split == whole and split
+
+
+# ---- rule gates: a cheap necessary condition written in the rule ------------------------------------
+
+GATED = [cr for cr in RULES if cr.spec.gate]
+
+
+def test_some_rule_is_gated():
+    assert any(cr.id == "number.tool-parameter" for cr in GATED)
+
+
+def _gate_misses(cr: RegexRule, lines) -> list[str]:
+    return [line for line in lines
+            if _search_line(cr.pat, line, 10.0) is not None and _search_line(cr.gate, line, 10.0) is None]
+
+
+@pytest.mark.parametrize("cr", GATED, ids=lambda cr: cr.id)
+def test_gate_holds_on_examples(cr):
+    lines = [x for t in list(cr.rule.examples.match) + list(cr.rule.examples.no_match) for x in t.split("\n")]
+    assert any(_search_line(cr.pat, x, 10.0) for x in lines)
+    assert _gate_misses(cr, lines) == []
+
+
+def test_gate_holds_on_the_corpus(corpus):
+    lines = []
+    for f in sorted(p for p in corpus.rglob("*") if p.is_file()):
+        view = TextView(normalize(f.read_text(encoding="utf-8", errors="replace")))
+        lines.extend(view.body(i) for i in range(len(view.lines)))
+    for cr in GATED:
+        assert _gate_misses(cr, lines) == [], cr.id
+
+
+_kv = st.tuples(st.sampled_from(["error ", "Exception: ", "failed ", "timed out ", "", "refused "]),
+                st.sampled_from(["pool_size", "--workers", "'timeout'", "maxRetries", "limit", "a.b-c", "x"]),
+                st.sampled_from(["=", " = ", ": ", ":", " ", "==", "=\"", "= '", "=-", "\t"]),
+                st.sampled_from(["20", "-3", "1.5", "2e3", "x", "", "30s", "512Mi"]),
+                st.text(alphabet="ab :=-_'\"019", max_size=6)).map("".join)
+
+
+@given(st.lists(_kv, min_size=1, max_size=4).map(" ".join))
+def test_gate_holds_on_generated_lines(line):
+    for cr in GATED:
+        assert _gate_misses(cr, [line]) == [], cr.id

@@ -288,11 +288,14 @@ class RegexRule(CompiledRule):
             return out
         if spec.scope == "line" and len(cand) >= SPLIT_MIN and self.branches is not None:
             return self._find_split(view, cand, budget, t0)
+        gate = self.gate
         for n, i in enumerate(cand):
             if n & 255 == 255 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             body = view.body(i)
             try:
+                if gate is not None and _search_line(gate, body, budget) is None:
+                    continue  # the rule's own necessary condition fails: no match here
                 m = _search_line(self.pat, body, budget)
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
@@ -304,6 +307,10 @@ class RegexRule(CompiledRule):
                 continue
             out.append(self._span(view, a, b, i, i, nlines))
         return out
+
+    @cached_property
+    def gate(self) -> regex.Pattern | None:
+        return _compile(self.spec.gate, _flags(self.spec.flags)) if self.spec.gate else None
 
     @cached_property
     def branches(self) -> list[list] | None:
@@ -335,8 +342,11 @@ class RegexRule(CompiledRule):
         nlines = len(view.lines)
         branches = self.branches
         searches = 0
+        gate = self.gate
         for i in cand:
             body = view.body(i)
+            if gate is not None and _search_line(gate, body, budget) is None:
+                continue
             asc = None
             low = None
             for br in branches:
