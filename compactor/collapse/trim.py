@@ -25,8 +25,10 @@ from __future__ import annotations
 import codecs
 import heapq
 import os
+from bisect import bisect_left
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator, TextIO
 
@@ -626,6 +628,30 @@ class Trimmer:
                 if not self._decided and self.raw_bytes + self._held_bytes > opt.passthrough_bytes:
                     self._decide()  # too much to hold back: stream the normalised output
 
+        def add_many(parts: list[str]) -> None:
+            """``add`` for each line, in bulk: the same block boundaries, no call per line."""
+            nonlocal block, block_bytes
+            i, n = 0, len(parts)
+            while i < n:
+                seg = parts[i:i + max(1, opt.block_lines - len(block))]
+                # running block size after each line; the block closes at the first line that
+                # reaches the line or byte limit, as add() would
+                sizes = list(accumulate(map(len, seg), initial=block_bytes))
+                take = min(len(seg), bisect_left(sizes, opt.block_bytes, 1))
+                if take < len(seg):
+                    seg = seg[:take]
+                joined = "\n".join(seg)
+                self.stats.lines_in += take
+                self.stats.bytes_in += (len(joined) if joined.isascii() else _nbytes(joined)) + 1
+                block.extend(seg)
+                block_bytes = sizes[take]
+                i += take
+                if len(block) >= opt.block_lines or block_bytes >= opt.block_bytes:
+                    block = self.process_block(block, final=False)
+                    block_bytes = sum(len(x) for x in block)
+                    if not self._decided and self.raw_bytes + self._held_bytes > opt.passthrough_bytes:
+                        self._decide()
+
         for chunk in chunks:
             if not chunk:
                 continue
@@ -641,8 +667,7 @@ class Trimmer:
                 parts[0] = "".join(pending) + parts[0]
                 pending, pending_len = [], 0
             last = parts.pop()
-            for line in parts:
-                add(line)
+            add_many(parts)
             if last:
                 pending, pending_len = [last], len(last)
         if pending:
