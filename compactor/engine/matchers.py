@@ -274,8 +274,11 @@ class RegexRule(CompiledRule):
             nstarts = len(starts)
             group = spec.group
             by_line = spec.scope == "line"
+            plain_lines = by_line and not spec.context_before and not spec.context_after
+            lines = view.lines
+            append = out.append
             for m in matches:
-                a, b = m.start(group), m.end(group)
+                a, b = m.span(group)
                 if a < 0:
                     continue
                 if by_line and last_line >= 0 and (last_line + 1 >= nstarts or a < starts[last_line + 1]):
@@ -283,8 +286,12 @@ class RegexRule(CompiledRule):
                 ls = bisect_right(starts, a) - 1
                 e = max(a, b - 1)
                 le = ls if ls + 1 >= nstarts or e < starts[ls + 1] else bisect_right(starts, e) - 1
-                out.append(self._span(view, a, b, ls, le, nlines))
-                last_line = out[-1][3]
+                if plain_lines:  # _span for whole lines without context, inline (one call per match less)
+                    append((starts[ls], starts[le] + len(lines[le]), ls, le, False))
+                    last_line = le
+                else:
+                    append(self._span(view, a, b, ls, le, nlines))
+                    last_line = out[-1][3]
             return out
         if spec.scope == "line" and len(cand) >= SPLIT_MIN and self.branches is not None:
             return self._find_split(view, cand, budget, t0)
@@ -670,8 +677,7 @@ def find_all(view: TextView, rules: list[CompiledRule], *, role: str | None = No
         except RuleTimeout:
             timeouts.append(cr.id)
             continue
-        for a, b, ls, le, elidable in res:
-            found.append((cr, a, b, ls, le, elidable))
+        found.extend(map((cr,).__add__, res))  # (cr, a, b, ls, le, elidable), no Python loop
     return found, timeouts
 
 
