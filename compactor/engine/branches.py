@@ -7,16 +7,18 @@ lines that match none of it. Most branches need a literal that most lines lack (
 ``<<<``, ``not ok``): run alone, on the lines that contain one of its literals, a branch costs a
 fraction of that.
 
-The result is the same match: the leftmost match of an alternation starts at the smallest start
-among its branches' leftmost matches, and at that position the first branch (in pattern order)
-that matches wins. ``search`` below picks exactly that. A branch's literals are *necessary*: any
-text it matches contains one of them (derived from the parsed pattern, see ``required``), so a
-line without them cannot match that branch.
+The rule's lines are the same: the split is used only for rules that protect whole lines
+(``scope = "line"``), where only *whether* a line matches counts. A pattern ``A|B|C`` matches a line iff one of its branches does, and
+``X(?:A|B)Y`` iff ``X(?:A)Y`` or ``X(?:B)Y`` does (a backtracking search tries every alternative
+of an unquantified group; an atomic or possessive ``X`` commits to the same first path whatever
+follows it). A branch's literals are *necessary*: any text it matches contains one of them
+(derived from the parsed pattern, see ``required``), so a line without them cannot match that
+branch.
 
-A pattern is split only when that is safe: no backreferences, no global inline flags after the
-start (``regex`` applies those to the whole pattern), span group 0, and every branch parses with
-the standard library's parser (used here only to read which literals a branch needs). Otherwise
-the rule keeps its one pattern.
+A pattern is split only when that is safe: no backreferences or recursion, no global inline
+flags after the start (``regex`` applies those to the whole pattern), no nested character sets,
+and every branch parses with the standard library's parser (used here only to read which
+literals a branch needs). Otherwise the rule keeps its one pattern.
 """
 
 from __future__ import annotations
@@ -36,12 +38,11 @@ _FLAG_HEAD = re.compile(r"\(\?[aiLmsux]+\)")
 class Branch:
     """One alternative of a split pattern, with the literals one of which any match contains."""
 
-    __slots__ = ("source", "literals", "pat")
+    __slots__ = ("source", "literals")
 
     def __init__(self, source: str, literals: list[tuple[str, bool]] | None):
         self.source = source
         self.literals = literals  # [(literal, ignore_case)], or None: the branch runs on every line
-        self.pat = None
 
 
 def _scan(body: str, verbose: bool):

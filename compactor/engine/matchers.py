@@ -4,6 +4,9 @@ Speed comes from doing as little per line as possible:
 
 - every rule names literal ``prefilter`` strings; the scanner finds them with ``str.find`` over
   the whole text (C speed) and only tries the rule's regex on the lines that contain one;
+- a line rule with many candidate lines runs as gated branches (``branches.py``): each
+  alternative of its pattern only on the lines holding a literal it needs; a rule's optional
+  ``gate`` (a cheap necessary pattern) is tried before its pattern;
 - rules without a prefilter run as one ``finditer`` over the whole text, with a timeout;
 - patterns are compiled once per process.
 
