@@ -52,8 +52,19 @@ class DetectResult:
 
     @cached_property
     def spans(self) -> tuple[Span, ...]:
-        raw = {id(h): s for h, s in zip(self.hits, self.raw_spans)}
-        return tuple(raw[id(h)] for h in self.resolved_hits)
+        """The resolved (non-overlapping) spans; only they are built (a long trace has many)."""
+        return tuple(self._span(h) for h in self.resolved_hits)
+
+    def line_ranges(self, weak: frozenset[str] | set[str] = frozenset()) -> list[tuple[int, int]]:
+        """(first, last) 0-based line ranges of the unresolved hits, skipping families in ``weak``."""
+        return [(h.line_start - 1, h.line_end - 1) for h in self.hits if h.family not in weak]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DetectResult):
+            return NotImplemented
+        return (self.hits, self.diagnostics, self.protect_all) == (other.hits, other.diagnostics, other.protect_all)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def _span(self, h: Hit) -> Span:
         return _make_span(h.rule_id, h.family, self.segment_id, h.start, h.end, h.line_start, h.line_end, h.text,
@@ -62,12 +73,15 @@ class DetectResult:
     def protected_lines(self, context: int = 0, nlines: int | None = None) -> set[int]:
         """0-based line numbers covered by any span (unresolved: the union), widened by context."""
         out: set[int] = set()
-        for s in self.hits:
-            lo = max(0, s.line_start - 1 - context)
-            hi = s.line_end - 1 + context
+        for ls, le in self.line_ranges():
+            lo = max(0, ls - context)
+            hi = le + context
             if nlines is not None:
                 hi = min(hi, nlines - 1)
-            out.update(range(lo, hi + 1))
+            if lo == hi:
+                out.add(lo)
+            else:
+                out.update(range(lo, hi + 1))
         return out
 
     def __repr__(self) -> str:

@@ -25,8 +25,10 @@ from __future__ import annotations
 import codecs
 import heapq
 import os
+from bisect import bisect_left
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TextIO
 
@@ -193,10 +195,10 @@ KNOWN_RUN = 8  # protected lines of one shape, known from the baseline, fold bey
 WEAK_FAMILIES = frozenset({"fileref", "number"})
 
 
-def _lines_of(spans, context: int, nlines: int) -> set[int]:
+def _line_set(ranges) -> set[int]:
     out: set[int] = set()
-    for s in spans:
-        out.update(range(max(0, s.line_start - 1 - context), min(nlines - 1, s.line_end - 1 + context) + 1))
+    for ls, le in ranges:
+        out.update(range(ls, le + 1))
     return out
 
 
@@ -262,6 +264,7 @@ class Trimmer:
         self._lineno = 0  # input lines finalised before the current block
         self.annotations: list[tuple] = []  # heap of (rank, Annotation)
         self._seen_refs: set[tuple[str, int]] = set()
+        self._templates: dict[bytes, str] = {}  # shape key -> template (the same shapes recur across regions)
 
     # ------------------------------------------------------------------ low-level output
     def _put(self, s: str) -> None:
@@ -408,7 +411,11 @@ class Trimmer:
         first_last: dict[str, tuple[str, str]] = {}
         # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys only
         for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
-            t = template_of(key.decode("utf-8", "replace"))
+            t = self._templates.get(key)
+            if t is None:
+                t = template_of(key.decode("utf-8", "replace"))
+                if len(self._templates) < 65_536:
+                    self._templates[key] = t
             merged[t] += n
             if t not in first_last:
                 first_last[t] = (r.first[key], r.last[key])
@@ -489,14 +496,19 @@ class Trimmer:
     def process_block(self, lines: list[str], final: bool) -> list[str]:
         """Process raw lines; return the raw lines carried over to the next block."""
         opt = self.opt
-        norm = [normalize_line(x) for x in lines]
+        joined = "\n".join(lines)
+        if "\x1b" in joined or "\r" in joined:
+            norm = [normalize_line(x) if "\x1b" in x or "\r" in x else x for x in lines]
+            joined = None
+        else:  # nothing to normalise (the common case): no call per line
+            norm = list(lines)
         cut_long = []
-        for i, x in enumerate(norm):
+        for i, x in enumerate(norm) if norm and max(map(len, norm)) > opt.max_line_chars else ():
             if len(x) > opt.max_line_chars:
                 half = opt.max_line_chars // 2
                 norm[i] = x[:half] + f" [… {len(x) - 2 * half} characters cut] " + x[-half:]
                 cut_long.append(i)
-        view = TextView("\n".join(norm))
+        view = TextView(joined if joined is not None and not cut_long else "\n".join(norm))
         det = self.detector.detect_view(view, role="tool")
         n = len(norm)
         weak: set[int] = set()
@@ -509,14 +521,14 @@ class Trimmer:
                 # lines kept only for a file:line reference or a number (not an error, trace, test
                 # failure or exit status) fold like the rest when the passing run printed that shape
                 # and so do context lines (around a span, not in one) that the passing run printed
-                strong = _lines_of((s for s in det.hits if s.family not in WEAK_FAMILIES), 0, n)
+                strong = _line_set(det.line_ranges(WEAK_FAMILIES))
                 weak = protected - strong
         cut = n
         if not final and n > opt.carry_lines:
             cut = n - opt.carry_lines
-            for s in det.hits:
-                if s.line_end - 1 >= cut and s.line_start - 1 < cut:
-                    cut = min(cut, s.line_start - 1 - opt.context)
+            for ls, le in det.line_ranges():
+                if le >= cut and ls < cut:
+                    cut = min(cut, ls - opt.context)
             if cut <= 0:
                 cut = n - opt.carry_lines  # one block-sized trace: finalise anyway (bounded memory)
         elif not final:
@@ -618,6 +630,30 @@ class Trimmer:
                 if not self._decided and self.raw_bytes + self._held_bytes > opt.passthrough_bytes:
                     self._decide()  # too much to hold back: stream the normalised output
 
+        def add_many(parts: list[str]) -> None:
+            """``add`` for each line, in bulk: the same block boundaries, no call per line."""
+            nonlocal block, block_bytes
+            i, n = 0, len(parts)
+            while i < n:
+                seg = parts[i:i + max(1, opt.block_lines - len(block))]
+                # running block size after each line; the block closes at the first line that
+                # reaches the line or byte limit, as add() would
+                sizes = list(accumulate(map(len, seg), initial=block_bytes))
+                take = min(len(seg), bisect_left(sizes, opt.block_bytes, 1))
+                if take < len(seg):
+                    seg = seg[:take]
+                joined = "\n".join(seg)
+                self.stats.lines_in += take
+                self.stats.bytes_in += (len(joined) if joined.isascii() else _nbytes(joined)) + 1
+                block.extend(seg)
+                block_bytes = sizes[take]
+                i += take
+                if len(block) >= opt.block_lines or block_bytes >= opt.block_bytes:
+                    block = self.process_block(block, final=False)
+                    block_bytes = sum(len(x) for x in block)
+                    if not self._decided and self.raw_bytes + self._held_bytes > opt.passthrough_bytes:
+                        self._decide()
+
         for chunk in chunks:
             if not chunk:
                 continue
@@ -633,8 +669,7 @@ class Trimmer:
                 parts[0] = "".join(pending) + parts[0]
                 pending, pending_len = [], 0
             last = parts.pop()
-            for line in parts:
-                add(line)
+            add_many(parts)
             if last:
                 pending, pending_len = [last], len(last)
         if pending:

@@ -4,6 +4,9 @@ Speed comes from doing as little per line as possible:
 
 - every rule names literal ``prefilter`` strings; the scanner finds them with ``str.find`` over
   the whole text (C speed) and only tries the rule's regex on the lines that contain one;
+- a line rule with many candidate lines runs as gated branches (``branches.py``): each
+  alternative of its pattern only on the lines holding a literal it needs; a rule's optional
+  ``gate`` (a cheap necessary pattern) is tried before its pattern;
 - rules without a prefilter run as one ``finditer`` over the whole text, with a timeout;
 - patterns are compiled once per process.
 
@@ -27,6 +30,7 @@ import regex
 
 from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX
+from .branches import split_any
 from .literals import LiteralScanner, literal_key
 from .records import FLAG_NAMES
 
@@ -34,12 +38,13 @@ if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans ar
     from ..models import Span
     from .schema import Rule
 
-__all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all", "literal_scanner", "resolve_spans",
-           "scan"]
+__all__ = ["CompiledRule", "RuleTimeout", "TextView", "compile_rule", "find_all", "literal_scanner", "make_spans",
+           "resolve_found", "resolve_spans", "scan"]
 
 LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lines
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
 PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a speed target
+SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
 
 
 @dataclass
@@ -271,21 +276,39 @@ class RegexRule(CompiledRule):
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
             last_line = -1
+            starts = view.starts
+            nstarts = len(starts)
+            group = spec.group
+            by_line = spec.scope == "line"
+            plain_lines = by_line and not spec.context_before and not spec.context_after
+            lines = view.lines
+            append = out.append
             for m in matches:
-                a, b = m.start(spec.group), m.end(spec.group)
+                a, b = m.span(group)
                 if a < 0:
                     continue
-                ls, le = view.line_of(a), view.line_of(max(a, b - 1))
-                if spec.scope == "line" and ls <= last_line:
+                if by_line and last_line >= 0 and (last_line + 1 >= nstarts or a < starts[last_line + 1]):
                     continue  # the line is already covered by an earlier match
-                out.append(self._span(view, a, b, ls, le, nlines))
-                last_line = out[-1][3]
+                ls = bisect_right(starts, a) - 1
+                e = max(a, b - 1)
+                le = ls if ls + 1 >= nstarts or e < starts[ls + 1] else bisect_right(starts, e) - 1
+                if plain_lines:  # _span for whole lines without context, inline (one call per match less)
+                    append((starts[ls], starts[le] + len(lines[le]), ls, le, False))
+                    last_line = le
+                else:
+                    append(self._span(view, a, b, ls, le, nlines))
+                    last_line = out[-1][3]
             return out
+        if spec.scope == "line" and len(cand) >= SPLIT_MIN and self.branches is not None:
+            return self._find_split(view, cand, budget, t0)
+        gate = self.gate
         for n, i in enumerate(cand):
             if n & 255 == 255 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             body = view.body(i)
             try:
+                if gate is not None and _search_line(gate, body, budget) is None:
+                    continue  # the rule's own necessary condition fails: no match here
                 m = _search_line(self.pat, body, budget)
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
@@ -296,6 +319,83 @@ class RegexRule(CompiledRule):
             if a < base:
                 continue
             out.append(self._span(view, a, b, i, i, nlines))
+        return out
+
+    @cached_property
+    def gate(self) -> regex.Pattern | None:
+        return _compile(self.spec.gate, _flags(self.spec.flags)) if self.spec.gate else None
+
+    @cached_property
+    def branches(self) -> list[list] | None:
+        """The pattern split into gated branches (``branches.split_any``), or None.
+
+        Each entry: [compiled branch or None until first searched, source, case-sensitive gate
+        literals, lowered case-insensitive gate literals, gated?]. A line can match the branch
+        only if it contains one of the literals. Not split when more than one branch has no
+        literal: every line would then be searched by several long patterns instead of one."""
+        split = split_any(self.spec.pattern, _flags(self.spec.flags))
+        if split is None or sum(br.literals is None for br in split) > 1:
+            return None
+        out = []
+        for br in split:
+            lits = br.literals or []
+            cs = tuple(lit for lit, ci in lits if not ci)
+            ci = tuple(lit.lower() for lit, ci in lits if ci)
+            out.append([None, br.source, cs, ci, br.literals is not None])
+        # the ungated branch last: a line matched by a gated one is not searched again
+        out.sort(key=lambda b: not b[4])
+        return out
+
+    def _find_split(self, view: TextView, cand: list[int], budget: float, t0: float):
+        """Line-scope matching by branches: a line matches iff one of its branches does, and a
+        branch is searched only on lines holding one of its literals (case-insensitive literals
+        are checked on ASCII lines; a non-ASCII line is searched, since case folding can map
+        non-ASCII letters such as the Kelvin sign onto ASCII ones)."""
+        out = []
+        nlines = len(view.lines)
+        branches = self.branches
+        searches = 0
+        gate = self.gate
+        for i in cand:
+            body = view.body(i)
+            if gate is not None and _search_line(gate, body, budget) is None:
+                continue
+            asc = None
+            low = None
+            for br in branches:
+                pat, _src, cs, ci, gated = br
+                if gated:
+                    hit = False
+                    for lit in cs:
+                        if lit in body:
+                            hit = True
+                            break
+                    if not hit and ci:
+                        if asc is None:
+                            asc = body.isascii()
+                        if not asc:
+                            hit = True
+                        else:
+                            if low is None:
+                                low = body.lower()
+                            for lit in ci:
+                                if lit in low:
+                                    hit = True
+                                    break
+                    if not hit:
+                        continue
+                searches += 1
+                if searches & 255 == 255 and time.process_time() - t0 > budget:
+                    raise RuleTimeout(self.id)
+                if pat is None:  # compiled on first use: most branches never find their literal
+                    pat = br[0] = _compile(br[1], _flags(self.spec.flags))
+                try:
+                    m = _search_line(pat, body, budget)
+                except TimeoutError:
+                    raise RuleTimeout(self.id) from None
+                if m is not None:
+                    out.append(self._span(view, 0, 0, i, i, nlines))
+                    break
         return out
 
     def _span(self, view: TextView, a: int, b: int, ls: int, le: int, nlines: int):
@@ -331,6 +431,10 @@ class LineBlockRule(CompiledRule):
     @cached_property
     def before(self) -> list[regex.Pattern]:
         return [_compile(p, 0) for p in self.spec.before]
+
+    @cached_property
+    def _cont_search(self) -> list:
+        return [p.search for p in self.cont]
 
     def _continues(self, line: str, budget: float) -> bool:
         for p in self.cont:
@@ -374,19 +478,35 @@ class LineBlockRule(CompiledRule):
                 ended = False
                 if self.end is not None and _search_line(self.end, view.body(i), budget) is not None and i > first:
                     ended = True
+                # the continuation lines of a long trace: this loop runs once per frame, so the
+                # short-line case calls the compiled searches directly
+                lines = view.lines
+                prefix = view.prefix
+                end_pat = self.end
+                end_search = end_pat.search if end_pat is not None else None
+                cont_search = self._cont_search
                 while not ended and j < nlines and j - first < spec.max_lines and size < spec.max_bytes:
-                    body = view.body(j)
-                    if not body.strip():
+                    body = lines[j] if prefix is None or not prefix[j] else lines[j][prefix[j]:]
+                    if not body or body.isspace():
                         blanks += 1
                         if blanks > spec.allow_blank:
                             break
                         j += 1
                         continue
-                    if self.end is not None and _search_line(self.end, body, budget) is not None:
+                    short = len(body) <= 4096
+                    if end_pat is not None and (end_search(body) if short else _search_line(end_pat, body, budget)) is not None:
                         last = j
                         ended = True
                         break
-                    if self._continues(body, budget):
+                    if short:
+                        cont = False
+                        for search in cont_search:
+                            if search(body) is not None:
+                                cont = True
+                                break
+                    else:
+                        cont = self._continues(body, budget)
+                    if cont:
                         last = j
                         size += len(view.lines[j]) + 1
                         blanks = 0
@@ -568,8 +688,7 @@ def find_all(view: TextView, rules: list[CompiledRule], *, role: str | None = No
         except RuleTimeout:
             timeouts.append(cr.id)
             continue
-        for a, b, ls, le, elidable in res:
-            found.append((cr, a, b, ls, le, elidable))
+        found.extend(map((cr,).__add__, res))  # (cr, a, b, ls, le, elidable), no Python loop
     return found, timeouts
 
 
@@ -580,10 +699,14 @@ def scan(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
     The frozen :class:`Span` models are built here, at the edge, from the plain tuples of
     :func:`find_all`."""
     found, timeouts = find_all(view, rules, role=role, engine=engine)
-    text = view.text
-    spans = [_make_span(cr.id, cr.family, segment_id, a, b, ls + 1, le + 1, text[a:b], cr.priority, step_id)
-             for cr, a, b, ls, le, elidable in found]
-    return spans, timeouts
+    return make_spans(view.text, found, segment_id, step_id), timeouts
+
+
+def make_spans(text: str, found: list[tuple], segment_id: str | None = None,
+               step_id: str | None = None) -> list[Span]:
+    """Frozen :class:`Span` models from :func:`find_all` tuples (1-based lines) over ``text``."""
+    return [_make_span(cr.id, cr.family, segment_id, a, b, ls + 1, le + 1, text[a:b], cr.priority, step_id)
+            for cr, a, b, ls, le, elidable in found]
 
 
 _SPAN: type | None = None  # models.Span, imported when the first span is made
@@ -619,25 +742,106 @@ def _order_key(s: Span):
     return (-s.priority, -(s.end - s.start), s.start, s.rule_id)
 
 
+class _Disjoint:
+    """Accepted, pairwise disjoint intervals sorted by start, kept in chunks so that an insert
+    costs O(sqrt n), not O(n): 100k spans on a long trace made one flat sorted list quadratic."""
+
+    CHUNK = 512
+
+    def __init__(self) -> None:
+        self.firsts: list[int] = []  # first start of each chunk
+        self.starts: list[list[int]] = []
+        self.ends: list[list[int]] = []
+
+    def add_if_free(self, a: int, b: int) -> bool:
+        """Insert [a, b) unless it overlaps an accepted interval; True if inserted."""
+        firsts = self.firsts
+        if not firsts:
+            firsts.append(a)
+            self.starts.append([a])
+            self.ends.append([b])
+            return True
+        c = bisect_right(firsts, a) - 1
+        if c < 0:
+            c = 0
+        starts, ends = self.starts[c], self.ends[c]
+        k = bisect_right(starts, a)
+        # the interval before (in this chunk, or the last of the previous one) must end by a
+        if k > 0:
+            if ends[k - 1] > a:
+                return False
+        elif c > 0 and self.ends[c - 1][-1] > a:
+            return False
+        # the interval after (in this chunk, or the first of the next one) must start at or after b
+        if k < len(starts):
+            if starts[k] < b:
+                return False
+        elif c + 1 < len(firsts) and firsts[c + 1] < b:
+            return False
+        starts.insert(k, a)
+        ends.insert(k, b)
+        if k == 0:
+            firsts[c] = a
+        if len(starts) > self.CHUNK:
+            half = len(starts) // 2
+            self.starts[c:c + 1] = [starts[:half], starts[half:]]
+            self.ends[c:c + 1] = [ends[:half], ends[half:]]
+            firsts[c:c + 1] = [starts[0], starts[half]]
+        return True
+
+
+FLAT_MAX = 4096  # up to this many spans one flat sorted list is cheapest; beyond, chunks
+
+
+def _accept(items: list, bounds) -> list:
+    """Greedy acceptance over ``items`` already in priority order; ``bounds(item) -> (a, b)``."""
+    accepted = []
+    if len(items) <= FLAT_MAX:
+        starts: list[int] = []
+        ends: list[int] = []
+        for it in items:
+            a, b = bounds(it)
+            if a == b:
+                continue
+            k = bisect_right(starts, a)
+            if k > 0 and ends[k - 1] > a:
+                continue
+            if k < len(starts) and starts[k] < b:
+                continue
+            starts.insert(k, a)
+            ends.insert(k, b)
+            accepted.append(it)
+        return accepted
+    taken = _Disjoint()
+    for it in items:
+        a, b = bounds(it)
+        if a != b and taken.add_if_free(a, b):
+            accepted.append(it)
+    return accepted
+
+
 def resolve_spans(spans: list[Span]) -> list[Span]:
     """Make spans non-overlapping by a total order: priority, length, start, rule id.
 
     A span that overlaps one already accepted is dropped from the list; the region stays
     protected because the accepted span covers it or the caller protects the union of lines.
     """
-    starts: list[int] = []
-    ends: list[int] = []
-    accepted: list[Span] = []
-    for s in sorted(spans, key=_order_key):
-        k = bisect_right(starts, s.start)
-        if k > 0 and ends[k - 1] > s.start:
-            continue
-        if k < len(starts) and starts[k] < s.end:
-            continue
-        if s.start == s.end:
-            continue
-        starts.insert(k, s.start)
-        ends.insert(k, s.end)
-        accepted.append(s)
+    accepted = _accept(sorted(spans, key=_order_key), lambda s: (s.start, s.end))
     accepted.sort(key=lambda s: (s.start, s.end, s.rule_id))
     return accepted
+
+
+def _found_key(f: tuple):
+    cr, a, b = f[0], f[1], f[2]
+    return (-cr.priority, a - b, a, cr.id)
+
+
+def resolve_found(found: list[tuple]) -> list[tuple]:
+    """``resolve_spans`` on the plain tuples of :func:`find_all` (same order, same choice)."""
+    accepted = _accept(sorted(found, key=_found_key), _bounds)
+    accepted.sort(key=lambda f: (f[1], f[2], f[0].id))
+    return accepted
+
+
+def _bounds(f: tuple) -> tuple[int, int]:
+    return f[1], f[2]

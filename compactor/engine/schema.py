@@ -61,11 +61,17 @@ class RegexSpec(_Strict):
     context_before: int = Field(default=0, ge=0, le=20)
     context_after: int = Field(default=0, ge=0, le=50)
     group: int | str = Field(default=0, description="which group is the span (scope=match)")
+    gate: str | None = Field(default=None, description="optional speed hint: a cheap regex that every line the pattern matches also matches; candidate lines it does not match are skipped. It must never change what the rule finds (tests compare with and without it on the examples and the corpus)")
 
     @field_validator("pattern")
     @classmethod
     def _valid(cls, v: str, info: ValidationInfo) -> str:
         return _check_pattern(v, info)
+
+    @field_validator("gate")
+    @classmethod
+    def _valid_gate(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return _check_pattern(v, info) if v is not None else v
 
 
 class LineBlockSpec(_Strict):
