@@ -201,3 +201,23 @@ def test_corpus_recall_at_15_percent_is_at_least_90(corpus, tmp_path):
     for c, (found, total) in got.items():
         assert total and found / total >= 0.9, (c, found, total)
         assert found > trunc[c][0], (c, found, trunc[c])
+
+
+def test_jest_error_message_under_its_title_is_live_evidence(tmp_path):
+    """jest prints the test's title ("● suite › test"), then the error message, then the frames:
+    at a tight budget the live section keeps the message, not only the title and the frames."""
+    error = "ConnectionPoolExhausted: pool_size=20, queue_depth=347, timeout in _acquireConnection"
+    jest = "\n".join(["> api@1.4.0 test", "> jest --ci", "", "FAIL src/__tests__/orders.test.js",
+                      "  ● orders › creates an order under load", "", f"    {error}", "",
+                      "      at Pool._acquireConnection (src/db/pool.js:142:11)",
+                      "      at async OrderService.create (src/services/orders.js:57:18)", "",
+                      "Tests:       1 failed, 11 passed, 12 total"])
+    noise = "\n".join(f"npm http fetch GET 200 https://registry.npmjs.org/pkg-{i} {10 + i % 50}ms" for i in range(300))
+    msgs = [{"role": "user", "content": "The orders test fails. Fix it."}]
+    for k, (cmd, out) in enumerate([("npm install", noise), ("npm test", jest), ("npm install", noise)]):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{k}", "content": out})
+    res = Compactor(store=str(tmp_path / "s")).compact(msgs, budget=250)
+    text = json.dumps(res.messages, ensure_ascii=False)
+    assert "## Live error" in text and error in text

@@ -208,8 +208,14 @@ def _live_lines(seg: Segment, spans: list[Span]) -> list[tuple[str, str]]:
             inner = frames[-2:] if "Traceback" in sp.text or 'File "' in sp.text else frames[:2]
             for ln in inner:
                 add("innermost frame", ln)
-            if lines:
-                add("trace message", lines[-1] if "Traceback" in sp.text else lines[0])
+            if lines and "Traceback" in sp.text:
+                add("trace message", lines[-1])
+            elif lines:
+                add("trace message", lines[0])
+                # a title line without a message (jest prints "● suite › test", then
+                # "Name: message", then the frames): the message is the next line
+                if len(lines) > 1 and ":" not in lines[0] and not _FRAME.search(lines[1]):
+                    add("trace message", lines[1])
     for sp in ordered:
         if sp.family == "exit-code":
             add("exit code", _first_line(sp.text))
