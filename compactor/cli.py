@@ -225,18 +225,23 @@ def cmd_compact(args) -> int:
         options["llm_timeout"] = args.llm_timeout
     comp = _compactor(args, **options)
     source = None if args.input == "-" else args.input
-    from .formats.inputs import make_probe, read_input
+    from .formats.inputs import probe_file
     from .formats import read_document
 
-    doc = read_document(make_probe(read_input(source), max_depth=comp.config.max_json_depth), args.format)
+    doc = read_document(probe_file(source, max_depth=comp.config.max_json_depth), args.format)
+    doc.disposable = True  # read here and used once: written in place, not copied
     for d in doc.diagnostics:
         if d.code == "json-read-as-text" and args.format == "auto":
             sys.stderr.write(f"compactor: warning: {d.message}\n")
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
-    text = emit.render(result, args.emit, lang=args.lang)
+    if args.emit not in ("json", "messages"):
+        text = emit.render(result, args.emit, lang=args.lang)  # errors (no anchor) before the output opens
     out, close = _open_out(args.output)
     try:
-        out.write(text)
+        if args.emit in ("json", "messages"):
+            emit.write(result, args.emit, out, lang=args.lang)  # streamed: the output is never one string
+        else:
+            out.write(text)
         out.flush()
     finally:
         if close:
