@@ -55,20 +55,42 @@ class SelfCheckResult:
 
 
 class _Output:
-    """The compacted output as the checks see it: kept texts (per segment) plus the summary."""
+    """The compacted output as the checks see it: kept texts (per segment) plus the summary.
+
+    The output is never joined into one text: the squashed (whitespace-collapsed) output is built
+    piece by piece, a raw text is looked for in each piece, and across pieces only when it holds a
+    line break (only then can it straddle two of them)."""
 
     def __init__(self, kept: dict[str, str], summary: str | None):
         self.kept = {sid: normalize(t) for sid, t in kept.items()}
         self.summary = normalize(summary or "")
-        self.blob = "\n".join(self.kept.values()) + "\n" + self.summary
+        self._blob: str | None = None
         self._sq: str | None = None
+        self._low: str | None = None
         self._words: set[str] | None = None
+
+    def _pieces(self):
+        yield from self.kept.values()
+        yield self.summary
+
+    @property
+    def blob(self) -> str:
+        if self._blob is None:
+            self._blob = "\n".join(self.kept.values()) + "\n" + self.summary
+        return self._blob
 
     @property
     def squashed(self) -> str:
+        """``squash`` of the whole output (the pieces are normalised already; a line break between
+        two pieces is whitespace like any other)."""
         if self._sq is None:
-            self._sq = squash(self.blob)
+            self._sq = " ".join(q for q in (" ".join(p.split()) for p in self._pieces()) if q)
         return self._sq
+
+    def _in_output(self, t: str) -> bool:
+        if "\n" in t:
+            return t in self.blob
+        return any(t in p for p in self._pieces())
 
     def has_span(self, sp: Span) -> bool:
         t = sp.text
@@ -77,7 +99,7 @@ class _Output:
         own = self.kept.get(sp.segment_id or "")
         if own is not None and t in own:
             return True
-        if t in self.summary or t in self.blob:
+        if t in self.summary or self._in_output(t):
             return True
         return squash(t) in self.squashed  # re-indented or re-wrapped by a renderer, same words
 
@@ -93,8 +115,12 @@ class _Output:
         if not ws:
             return True
         if self._words is None:
-            self._words = word_set(self.blob)
-        low = self.squashed.casefold()
+            self._words = set()
+            for p in self._pieces():
+                self._words |= word_set(p)
+        if self._low is None:
+            self._low = self.squashed.casefold()
+        low = self._low
         return sum(1 for w in ws if w in self._words or w in low) / len(ws) >= share
 
 
