@@ -161,3 +161,29 @@ def test_final_write_in_place_only_for_owned_documents(tmp_path: Path) -> None:
     p.write_text(before, encoding="utf-8")
     again = comp.compact(str(p))
     assert json.dumps(again.messages) == json.dumps(res.messages)
+
+
+def test_segments_sharing_their_fields_set_copy_independently() -> None:
+    from compactor.formats.base import make_segment
+
+    a = make_segment(id="m1", index=0, step=1, step_id="s1", role="tool", kind="tool_result", text="x", origin=(1,))
+    b = make_segment(id="m2", index=1, step=1, step_id="s1", role="tool", kind="tool_result", text="y", origin=(2,))
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    c = a.model_copy(update={"exit_code": 3})
+    assert "exit_code" in c.model_fields_set
+    assert "exit_code" not in a.model_fields_set and "exit_code" not in b.model_fields_set
+    assert a.model_dump(exclude_unset=True) == {"id": "m1", "index": 0, "step": 1, "step_id": "s1", "role": "tool",
+                                                "kind": "tool_result", "text": "x", "origin": (1,)}
+    assert a == make_segment(id="m1", index=0, step=1, step_id="s1", role="tool", kind="tool_result", text="x",
+                             origin=(1,))
+
+
+def test_detected_spans_share_their_fields_set_and_copy_independently() -> None:
+    spans = Compactor().scan("Traceback (most recent call last):\n  File \"a.py\", line 3, in f\nKeyError: 'x'\n"
+                             "error: exit code 2 after 1500 ms\n")
+    assert len(spans) >= 2
+    a, b = spans[0], spans[1]
+    c = a.model_copy(update={"elided": True})
+    assert c.elided and "elided" in c.model_fields_set
+    assert not a.elided and not b.elided
+    assert a.model_fields_set == b.model_fields_set == set(type(a).model_fields)

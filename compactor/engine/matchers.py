@@ -578,7 +578,9 @@ def scan(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
     return spans, timeouts
 
 
-_SPAN_FIELDS = frozenset(Span.model_fields)
+# one set for every span built here: spans are frozen, and pydantic copies this set before a copy
+# updates it (model_copy), so sharing it is safe; a set per span would be half a span's size
+_SPAN_FIELDS = set(Span.model_fields)
 _new_span = Span.__new__
 _set = object.__setattr__
 
@@ -591,7 +593,7 @@ def _make_span(rule_id, family, segment_id, start, end, line_start, line_end, te
     _set(obj, "__dict__", {"rule_id": rule_id, "family": family, "segment_id": segment_id, "start": start,
                            "end": end, "line_start": line_start, "line_end": line_end, "text": text,
                            "priority": priority, "step_id": step_id, "elided": False})
-    _set(obj, "__pydantic_fields_set__", set(_SPAN_FIELDS))  # a set of its own: model_copy updates it
+    _set(obj, "__pydantic_fields_set__", _SPAN_FIELDS)  # a (mutable) set: model_copy copies, then updates it
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj
