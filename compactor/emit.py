@@ -56,11 +56,45 @@ def render(result: CompactionResult, emit: str = "json", *, lang: str = "en") ->
     raise ConfigError(f"unknown --emit {emit!r}; choose one of {', '.join(EMITS)}")
 
 
+class _DumpedOneByOne(list):
+    """The JSON form of a list of models, each item dumped only when the encoder reaches it (the
+    report's spans and placeholders are as many as the input has evidence: never all as dicts at
+    once). Only for the pure-Python encoder of :func:`write_json`, which iterates lists."""
+
+    def __init__(self, items: list):
+        super().__init__()
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        for item in self._items:
+            yield item.model_dump(mode="json")
+
+
+_ONE_BY_ONE = ("protected", "placeholders")
+
+
+def _json_dict_streamed(result: CompactionResult) -> dict:
+    """:func:`_json_dict` with the report's long lists dumped item by item as they are written."""
+    d = result.to_json_dict(report=False)
+    report = result.report
+    dumped = report.model_dump(mode="json", exclude=set(_ONE_BY_ONE))
+    d["report"] = {k: (_DumpedOneByOne(getattr(report, k)) if k in _ONE_BY_ONE else dumped[k])
+                   for k in type(report).model_fields if k in _ONE_BY_ONE or k in dumped}
+    if result.anchor is not None:
+        from .anchor import to_json
+
+        d["anchor"] = to_json(result.anchor)
+    return d
+
+
 def write(result: CompactionResult, emit: str, out: TextIO, *, lang: str = "en") -> None:
     """Write what :func:`render` returns to ``out``, the same text, without building it as one
     string: JSON goes out in pieces as it is encoded."""
     if emit == "json":
-        write_json(_json_dict(result), out.write)
+        write_json(_json_dict_streamed(result), out.write)
     elif emit == "messages":
         get_format(result.format).dump(result.messages, out.write)
     else:

@@ -187,3 +187,14 @@ def test_detected_spans_share_their_fields_set_and_copy_independently() -> None:
     assert c.elided and "elided" in c.model_fields_set
     assert not a.elided and not b.elided
     assert a.model_fields_set == b.model_fields_set == set(type(a).model_fields)
+
+
+@pytest.mark.parametrize("kind", ["json", "messages"])
+def test_streamed_emit_equals_render(tmp_path: Path, kind: str) -> None:
+    msgs = _chat(15)
+    msgs[5]["content"] = "Traceback (most recent call last):\n  File \"x.py\", line 3, in f\nKeyError: 'k'"
+    res = Compactor(store=str(tmp_path / "s")).compact(msgs)
+    assert res.report.placeholders and res.report.protected
+    buf = io.StringIO()
+    emit.write(res, kind, buf)
+    assert buf.getvalue() == emit.render(res, kind)
