@@ -79,3 +79,19 @@ def test_trim_region_with_ascii_and_non_ascii_lines_of_equal_counts():
     assert stats.folded_lines > 0
     # 80 lines: 2 kept at each end, 76 folded, 38 of each shape (the summary counts folded lines only)
     assert '38× "Downloading part # of #"' in out and '38× "━━━━━━━━━━ # kB 正在下载"' in out
+
+
+def test_claude_code_slash_command_echoes_are_not_user_requests():
+    # `/compact` leaves user lines holding <command-name>… and <local-command-stdout>… (what the
+    # command printed to the user). They are harness records, not the user's words: they must not
+    # become the current request, request history or user constraints of the anchor.
+    path = ROOT / "tests" / "fixtures" / "claude_code" / "transcript.jsonl"
+    from compactor.anchor.render import to_json
+
+    anchor = to_json(Compactor().compact(str(path), level=2).anchor)
+    intent = anchor["intent"]
+    assert intent["current"] == "What should we do next? (E2E-STEP-3)"
+    shown = json.dumps(intent) + json.dumps(anchor["user_constraints"])
+    assert "<command-name>" not in shown and "Compacted (ctrl+o" not in shown
+    assert "PreCompact [" not in shown
+    assert [c["text"] for c in anchor["user_constraints"]] == ["Constraint: do not modify anything under tests/."]

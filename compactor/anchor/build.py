@@ -587,11 +587,14 @@ class _State:
         # constraints: only from what the user wrote (not the harness's instructions appended to
         # the task, not the prose of a pasted issue): spans first (verbatim), then cue sentences
         own, issue = _own_words(text)
-        span_cons = [t for t in self._span_sentences(spans, "constraint") if t in own]
+        cons = CUES["constraint"]
+        # a question asks, it does not bind ("What should we do next?"), unless it carries a
+        # requirement cue of its own ("Can you make sure you don't touch tests/?")
+        span_cons = [t for t in self._span_sentences(spans, "constraint")
+                     if t in own and not (t.rstrip().endswith(("?", "？")) and not cons.search(t))]
         for t in span_cons:
             self._add_constraint(t, step)
         constraint_sents = []
-        cons = CUES["constraint"]
         for s in sentences(prose_of(own)):
             if cons.search(s) or C.STOP.match(s):
                 constraint_sents.append(s)

@@ -11,7 +11,9 @@ index: ``m<i>`` (string content), ``m<i>.<j>`` (text block), ``m<i>.c<j>`` (tool
 - ``toolUseResult`` is a second, structured copy of a line's tool result: never a segment;
   when the result is replaced the copy becomes the new text, so the output really shrinks.
 - ``is_error`` → ``Segment.is_error``; a result starting ``Exit code N`` → ``exit_code``.
-- ``isMeta`` lines (hook feedback, caveats) and ``isCompactSummary`` lines are ``meta=True``.
+- ``isMeta`` lines (hook feedback, caveats) and ``isCompactSummary`` lines are ``meta=True``,
+  and so are user lines that only echo a local slash command (``<command-name>…``,
+  ``<local-command-stdout>…``: what ``/compact`` or ``/cost`` printed to the user, not a request).
 - ``isSidechain`` lines (sub-agents) are kept as normal segments; their ids are listed in
   ``doc.state.sidechain``.
 - A line repeated with the same ``uuid`` (resumed sessions copy history) is one payload: the
@@ -31,6 +33,18 @@ from .anthropic import BlockReader
 from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, record_line, update_state
 
 _MESSAGE_TYPES = ("user", "assistant")
+_LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>",
+                       "<local-command-caveat>")
+
+
+def _local_command(content: Any) -> bool:
+    """A user line that only records a local slash command and what it printed."""
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if len(texts) != len(content) or not texts:
+            return False
+        content = "".join(t for t in texts if isinstance(t, str))
+    return isinstance(content, str) and content.lstrip().startswith(_LOCAL_COMMAND_TAGS)
 _OTHER_TYPES = ("queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment")
 
 
@@ -94,7 +108,7 @@ class ClaudeCodeFormat(Format):
             if isinstance(uuid, str):
                 seen_uuid[uuid] = i
             role = msg.get("role") or rtype
-            meta = bool(rec.get("isMeta") or rec.get("isCompactSummary"))
+            meta = bool(rec.get("isMeta") or rec.get("isCompactSummary")) or _local_command(content)
             if role == "assistant":
                 mid = msg.get("id")
                 if not (mid and mid == last_msg_id):
