@@ -198,3 +198,15 @@ def test_streamed_emit_equals_render(tmp_path: Path, kind: str) -> None:
     buf = io.StringIO()
     emit.write(res, kind, buf)
     assert buf.getvalue() == emit.render(res, kind)
+
+
+def test_without_the_c_parser_files_are_read_in_memory(tmp_path: Path, monkeypatch) -> None:
+    from compactor.formats import inputs
+
+    p = tmp_path / "in.json"
+    p.write_text(json.dumps(_chat(4)), encoding="utf-8")
+    assert isinstance(probe_file(p).raw, FileText)
+    monkeypatch.setattr(inputs, "_yajl", lambda: None)
+    probe = probe_file(p)
+    assert not isinstance(probe.raw, FileText)
+    _same_probe(probe, _legacy_probe(p))

@@ -155,7 +155,7 @@ def harden(state, store, counter) -> None:
         if _failing(s, o.spans if o is not None else []) and s.call_id:
             failed_calls.add(s.call_id)
     seen_exact: dict[str, str] = {}
-    seen_shape: dict[str, str] = {}
+    seen_shape: dict[bytes, str] = {}
 
     def apply(seg, new: str, rule: str, summary: str, ref: str, sha: str) -> None:
         cur = state.texts[seg.id]
@@ -176,7 +176,8 @@ def harden(state, store, counter) -> None:
             spans = o.spans if o is not None else []
             norm = normalize(seg.text)
             exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
-            shape = _SHAPE.sub("#", norm)
+            # keyed by digests: the texts themselves would hold every older output a second time
+            shape = hashlib.sha256(_SHAPE.sub("#", norm).encode("utf-8", errors="surrogatepass")).digest()
             failing = _failing(seg, spans)
             earlier_exact = seen_exact.get(exact)
             earlier_shape = None if failing else seen_shape.get(shape)
