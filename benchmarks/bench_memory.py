@@ -206,7 +206,7 @@ def measure(path: Path, workdir: Path) -> dict[str, Any]:
     base = run_child([sys.executable, "-c", "import json,sys; json.load(open(sys.argv[1], encoding='utf-8'))", str(path)])
     idle = run_child([sys.executable, "-c", "import compactor.cli"])
     row = {"input_mb": round(size / MB, 1), "compact": res, "json_load": base, "import_only": idle,
-           "output_mb": round(out_path.stat().st_size / MB, 1) if out_path.exists() else None}
+           "output_bytes": out_path.stat().st_size if out_path.exists() else None}
     row["compact_ratio"] = round(res["peak_rss_mb"] * MB / size, 2)
     row["json_load_ratio"] = round(base["peak_rss_mb"] * MB / size, 2)
     if out_path.exists():
