@@ -215,8 +215,8 @@ class Compactor:
     def _stage_read(self, state: PipelineState) -> None:
         if state.doc is None:
             state.doc = load_document(state.source, format=state.format, max_json_depth=state.config.max_json_depth)
-            # parsed here from a path, text or bytes: no caller holds its data
-            state.doc.disposable = not isinstance(state.source, (list, dict, Document))
+            if not isinstance(state.source, (list, dict, Document)):
+                state.doc.disposable = True  # parsed here from a path, text or bytes: no caller holds its data
         state.source = None
         state.diagnostics.extend(state.doc.diagnostics)
 

@@ -210,3 +210,31 @@ def test_without_the_c_parser_files_are_read_in_memory(tmp_path: Path, monkeypat
     probe = probe_file(p)
     assert not isinstance(probe.raw, FileText)
     _same_probe(probe, _legacy_probe(p))
+
+
+def test_cli_and_path_compactions_write_in_place(tmp_path: Path, monkeypatch) -> None:
+    """The final write of a document read from a file builds the output in the parsed data (no
+    deep copy); a document passed in by the caller is copied."""
+    from compactor.formats.base import Format
+
+    seen: list[bool] = []
+    real = Format.copy_data
+
+    def spy(doc, edits=None):
+        seen.append(bool(edits is not None and edits.in_place))
+        return real(doc, edits)
+
+    monkeypatch.setattr(Format, "copy_data", staticmethod(spy))
+    p = tmp_path / "in.json"
+    p.write_text(json.dumps(_chat(15)), encoding="utf-8")
+    assert main(["compact", str(p), "-o", str(tmp_path / "out.json"), "--store", str(tmp_path / "s")]) == 0
+    assert seen == [True]
+    seen.clear()
+    Compactor(store=str(tmp_path / "s")).compact(str(p))
+    assert seen == [True]
+    seen.clear()
+    from compactor import load_document
+
+    doc = load_document(p)
+    Compactor(store=str(tmp_path / "s")).compact(doc)
+    assert seen == [False]
