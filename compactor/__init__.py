@@ -63,6 +63,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Store": (".collapse.store", "Store"),
     "trim_to": (".collapse.trim", "trim_to"),
     "render": (".emit", "render"),
+    "render_to": (".emit", "write"),
     "check_rule_dir": (".engine", "check_rule_dir"),
 }
 
@@ -87,6 +88,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from .collapse.store import Store, default_store_path, open_store
     from .collapse.trim import Baseline, TrimOptions, TrimResult, TrimStats, github_summary, trim, trim_to
     from .emit import render
+    from .emit import write as render_to
     from .config import CompactorConfig
     from .engine import check_rule_dir, load_rules
     from .formats import REGISTRY as FORMATS, Document, Edits, load_document
@@ -136,6 +138,7 @@ __all__ = [
     "merge",
     "open_store",
     "render",
+    "render_to",
     "should_compact",
     "to_markdown",
     "to_seed_json",

@@ -337,19 +337,24 @@ def _compactor(args, **options):
 
 
 def cmd_compact(args) -> int:
-    from . import load_document, render
+    from . import load_document, render, render_to
 
     comp = _compactor(args, **config_options(args))
     # a Path: '-' is standard input
     doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
+    doc.disposable = True  # read here and used once: written in place, not copied
     for d in doc.diagnostics:
         if d.code == "json-read-as-text" and args.format == "auto":
             sys.stderr.write(f"compactor: warning: {d.message}\n")
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
-    text = render(result, args.emit, lang=comp.config.lang)
+    if args.emit not in ("json", "messages"):
+        text = render(result, args.emit, lang=comp.config.lang)  # errors (no anchor) before the output opens
     out, close = _open_out(args.output)
     try:
-        out.write(text)
+        if args.emit in ("json", "messages"):
+            render_to(result, args.emit, out, lang=comp.config.lang)  # streamed: never one string
+        else:
+            out.write(text)
         out.flush()
     finally:
         if close:

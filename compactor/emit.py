@@ -5,12 +5,14 @@ layout itself, the anchor as seed 000's memory record (exactly its six fields), 
 from __future__ import annotations
 
 import json
+from typing import TextIO
 
 from .errors import ConfigError
 from .formats import get_format
+from .formats.base import write_json
 from .models import CompactionResult
 
-__all__ = ["render"]
+__all__ = ["render", "write"]
 
 EMITS = ("json", "messages", "anchor", "markdown", "handoff", "report")
 
@@ -19,14 +21,18 @@ def _dump(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
 
+def _json_dict(result: CompactionResult) -> dict:
+    d = result.to_json_dict()
+    if result.anchor is not None:
+        from .anchor import to_json
+
+        d["anchor"] = to_json(result.anchor)
+    return d
+
+
 def render(result: CompactionResult, emit: str = "json", *, lang: str = "en") -> str:
     if emit == "json":
-        d = result.to_json_dict()
-        if result.anchor is not None:
-            from .anchor import to_json
-
-            d["anchor"] = to_json(result.anchor)
-        return _dump(d)
+        return _dump(_json_dict(result))
     if emit == "messages":
         return get_format(result.format).dumps(result.messages)
     if emit == "report":
@@ -48,3 +54,49 @@ def render(result: CompactionResult, emit: str = "json", *, lang: str = "en") ->
 
         return handoff_document(result, lang=lang)
     raise ConfigError(f"unknown --emit {emit!r}; choose one of {', '.join(EMITS)}")
+
+
+class _DumpedOneByOne(list):
+    """The JSON form of a list of models, each item dumped only when the encoder reaches it (the
+    report's spans and placeholders are as many as the input has evidence: never all as dicts at
+    once). Only for the pure-Python encoder of :func:`write_json`, which iterates lists."""
+
+    def __init__(self, items: list):
+        super().__init__()
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        for item in self._items:
+            yield item.model_dump(mode="json")
+
+
+_ONE_BY_ONE = ("protected", "placeholders")
+
+
+def _json_dict_streamed(result: CompactionResult) -> dict:
+    """:func:`_json_dict` with the report's long lists dumped item by item as they are written."""
+    d = result.to_json_dict(report=False)
+    report = result.report
+    dumped = report.model_dump(mode="json", exclude=set(_ONE_BY_ONE))
+    d["report"] = {k: (_DumpedOneByOne(getattr(report, k)) if k in _ONE_BY_ONE else dumped[k])
+                   for k in type(report).model_fields if k in _ONE_BY_ONE or k in dumped}
+    if result.anchor is not None:
+        from .anchor import to_json
+
+        d["anchor"] = to_json(result.anchor)
+    return d
+
+
+def write(result: CompactionResult, emit: str, out: TextIO, *, lang: str = "en") -> None:
+    """Write what :func:`render` returns to ``out``, the same text, without building it as one
+    string: JSON goes out in pieces as it is encoded."""
+    if emit == "json":
+        write_json(_json_dict_streamed(result), out.write)
+    elif emit == "messages":
+        get_format(result.format).dump(result.messages, out.write)
+    else:
+        out.write(render(result, emit, lang=lang))
+

@@ -387,11 +387,12 @@ class CompactionResult(Frozen):
     report: Report
     handoff: str | None = None
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self, *, report: bool = True) -> dict[str, Any]:
+        """The result as JSON data (``report=False``: the report is left for the caller to add)."""
         return {
             "schema_version": SCHEMA_VERSION,
             "format": self.format,
             "messages": self.messages,
             "anchor": self.anchor.model_dump(mode="json") if self.anchor is not None else None,
-            "report": self.report.model_dump(mode="json"),
+            "report": self.report.model_dump(mode="json") if report else None,
         }

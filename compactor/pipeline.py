@@ -276,6 +276,8 @@ class Compactor:
     def _stage_read(self, state: PipelineState) -> None:
         if state.doc is None:
             state.doc = load_document(state.source, format=state.format, max_json_depth=state.config.max_json_depth)
+            if not isinstance(state.source, (list, dict, Document)):
+                state.doc.disposable = True  # parsed here from a path, text or bytes: no caller holds its data
         state.source = None
         state.diagnostics.extend(state.doc.diagnostics)
 
@@ -512,9 +514,12 @@ class Compactor:
         doc = state.doc
         replace = {s.id: state.texts[s.id] for s in doc.segments
                    if s.id not in state.dropped and state.texts[s.id] != s.text}
-        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary)
+        in_place = doc.disposable and state.writer is None
+        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place)
         writer = state.writer or get_format(doc.format).write
         messages = writer(doc, edits)
+        if in_place:
+            doc.disposable = False  # its data is the output now
         count = self.counter.count
         before = self._tokens_before(state)
         texts = state.texts

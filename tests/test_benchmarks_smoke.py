@@ -78,3 +78,36 @@ def test_bench_speed_quick(tmp_path):
     assert t["samples"] >= 10
     assert 0 < t["compact_ms"]["p50"] <= t["compact_ms"]["p99"]
     assert t["json_dumps_ms"]["p50"] > 0
+
+
+def test_bench_memory_quick(tmp_path):
+    out = tmp_path / "memory.json"
+    p = _run([str(BENCH / "bench_memory.py"), "--mb", "1", "--kind", "large", "--tmp", str(tmp_path),
+              "--json", str(out)], timeout=300)
+    assert "compact peak RSS" in p.stdout
+    res = json.loads(out.read_text(encoding="utf-8"))
+    row = res["inputs"]["large"]
+    assert row["input_mb"] >= 1.0 and (row["output_bytes"] or 0) > 1000
+    assert row["compact"]["exit"] == 0 and row["compact"]["peak_rss_mb"] > row["import_only"]["peak_rss_mb"]
+    assert not any(tmp_path.glob("compactor-mem-*")), "the generated inputs must be deleted"
+
+
+def test_bench_memory_inputs_are_chat_trajectories(tmp_path):
+    sys.path.insert(0, str(BENCH))
+    try:
+        from bench_memory import generate
+    finally:
+        sys.path.remove(str(BENCH))
+    from compactor.formats import read_document
+    from compactor.formats.inputs import probe_file
+
+    for kind in ("small", "large"):
+        path = tmp_path / f"{kind}.json"
+        size = generate(path, kind, 300_000)
+        assert size >= 300_000
+        doc = read_document(probe_file(path))
+        assert doc.format == "openai-chat"
+        results = [s for s in doc.segments if s.kind.value == "tool_result"]
+        assert results and all(s.call_id for s in results)
+        longest = max(len(s.text) for s in results)
+        assert (longest < 20_000) if kind == "small" else (longest > 900_000 or size < 1_000_000)

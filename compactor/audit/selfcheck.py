@@ -89,7 +89,11 @@ class TextMemo:
 
 
 class _Output:
-    """The compacted output as the checks see it: kept texts (per segment) plus the summary."""
+    """The compacted output as the checks see it: kept texts (per segment) plus the summary.
+
+    The output is never joined into one text: the squashed (whitespace-collapsed) output is built
+    piece by piece, a raw text is looked for in each piece, and across pieces only when it holds a
+    line break (only then can it straddle two of them)."""
 
     def __init__(self, kept: dict[str, str], summary: str | None, memo: TextMemo | None = None):
         self.memo = memo
@@ -102,7 +106,12 @@ class _Output:
         self.summary = normalize(summary or "")
         self._blob: str | None = None
         self._sq: str | None = None
+        self._low: str | None = None
         self._words: set[str] | None = None
+
+    def _pieces(self):
+        yield from self.kept.values()
+        yield self.summary
 
     @property
     def blob(self) -> str:
@@ -112,12 +121,14 @@ class _Output:
 
     @property
     def squashed(self) -> str:
+        """``squash`` of the whole output (the pieces are normalised already; a line break between
+        two pieces is whitespace like any other)."""
         if self._sq is None:
             if self.memo is None:
-                self._sq = squash(self.blob)
+                self._sq = " ".join(q for q in (" ".join(p.split()) for p in self._pieces()) if q)
             else:
-                # whitespace separates the parts of the blob: its squashed form is the squashed
-                # parts joined by one space (the empty ones left out)
+                # the pieces are whitespace-separated: the squashed output is the squashed pieces
+                # joined by one space (the empty ones left out), each remembered by the memo
                 sq = self.memo.squash
                 self._sq = " ".join([p for p in (*map(sq, self.kept.values()), squash(self.summary)) if p])
         return self._sq
@@ -137,6 +148,11 @@ class _Output:
             return True
         return False
 
+    def _in_output(self, t: str) -> bool:
+        if "\n" in t:
+            return t in self.blob
+        return any(t in p for p in self._pieces())
+
     def has_span(self, sp: Span) -> bool:
         if self.memo is not None and self.in_own(sp):
             return True
@@ -146,7 +162,7 @@ class _Output:
         own = self.kept.get(sp.segment_id or "")
         if own is not None and t in own:
             return True
-        if t in self.summary or t in self.blob:
+        if t in self.summary or self._in_output(t):
             return True
         return squash(t) in self.squashed  # re-indented or re-wrapped by a renderer, same words
 
@@ -168,8 +184,12 @@ class _Output:
         if not ws:
             return True
         if self._words is None:
-            self._words = word_set(self.blob)
-        low = self.squashed.casefold()
+            self._words = set()
+            for p in self._pieces():
+                self._words |= word_set(p)
+        if self._low is None:
+            self._low = self.squashed.casefold()
+        low = self._low
         return sum(1 for w in ws if w in self._words or w in low) / len(ws) >= share
 
 

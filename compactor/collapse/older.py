@@ -155,7 +155,7 @@ class HardenMemo:
         self.texts: list[str] = []
         self.spans: list[tuple] = []
         self.seen_exact: dict[str, str] = {}
-        self.seen_shape: dict[str, str] = {}
+        self.seen_shape: dict[bytes, str] = {}
         self.changes: dict[str, str] = {}
         self.placeholders: list[Placeholder] = []
         self.calls_kept: set[str] = set()  # call ids decided while none of their outputs failed
@@ -284,7 +284,8 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             spans = list(spans_of(seg))
             norm = normalize(seg.text)
             exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
-            shape = _SHAPE.sub("#", norm)
+            # keyed by digests: the texts themselves would hold every older output a second time
+            shape = hashlib.sha256(_SHAPE.sub("#", norm).encode("utf-8", errors="surrogatepass")).digest()
             failing = memo.is_failing(seg, outcomes.get(seg.id))
             earlier_exact = seen_exact.get(exact)
             earlier_shape = None if failing else seen_shape.get(shape)

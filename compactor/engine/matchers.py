@@ -710,7 +710,9 @@ def make_spans(text: str, found: list[tuple], segment_id: str | None = None,
 
 
 _SPAN: type | None = None  # models.Span, imported when the first span is made
-_SPAN_FIELDS: frozenset[str] = frozenset()
+# one set for every span built here: spans are frozen, and pydantic copies this set before a copy
+# updates it (model_copy), so sharing it is safe; a set per span would be half a span's size
+_SPAN_FIELDS: set[str] = set()
 _set = object.__setattr__
 
 
@@ -718,7 +720,7 @@ def _span_class() -> type:
     global _SPAN, _SPAN_FIELDS
     from ..models import Span
 
-    _SPAN_FIELDS = frozenset(Span.model_fields)
+    _SPAN_FIELDS = set(Span.model_fields)
     _SPAN = Span
     return Span
 
@@ -732,7 +734,7 @@ def _make_span(rule_id, family, segment_id, start, end, line_start, line_end, te
     _set(obj, "__dict__", {"rule_id": rule_id, "family": family, "segment_id": segment_id, "start": start,
                            "end": end, "line_start": line_start, "line_end": line_end, "text": text,
                            "priority": priority, "step_id": step_id, "elided": False})
-    _set(obj, "__pydantic_fields_set__", set(_SPAN_FIELDS))  # a set of its own: model_copy updates it
+    _set(obj, "__pydantic_fields_set__", _SPAN_FIELDS)  # a (mutable) set: model_copy copies, then updates it
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj

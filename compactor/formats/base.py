@@ -38,6 +38,7 @@ __all__ = [
     "put_text",
     "record_line",
     "set_at",
+    "write_json",
 ]
 
 
@@ -48,6 +49,9 @@ class RawInput:
     text: str
     source: str = "<input>"
     diagnostics: tuple[Diagnostic, ...] = ()
+
+    def is_blank(self) -> bool:
+        return not self.text.strip()
 
 
 @dataclass
@@ -65,6 +69,7 @@ class Probe:
     json_error: str | None = None
     jsonl: list[Any] | None = None
     jsonl_error: str | None = None
+    jsonl_lines: list[int] | None = None  # line number of each JSONL record, when read line by line
 
     @property
     def head(self) -> str:
@@ -125,6 +130,9 @@ class Document:
     source: str = "<input>"
     diagnostics: list[Diagnostic] = field(default_factory=list)
     state: LayoutState = field(default_factory=LayoutState)  # the reader's notes for the writer
+    # nobody but the compaction holds ``data`` (it was parsed from a file, text or bytes, not passed
+    # in as objects): the final write may build its output in it instead of in a copy
+    disposable: bool = False
 
     def segment(self, seg_id: str) -> Segment:
         for s in self.segments:
@@ -146,6 +154,8 @@ class Edits:
     replace: dict[str, str] = field(default_factory=dict)
     drop: set[str] = field(default_factory=set)
     summary: str | None = None
+    # the document is not used again: the writer may change ``doc.data`` instead of a copy of it
+    in_place: bool = False
 
     def is_empty(self) -> bool:
         return not (self.replace or self.drop or self.summary)
@@ -229,7 +239,17 @@ def make_segment(**kw: Any) -> Segment:
         kw["is_error"] = None
     if not isinstance(kw.get("text"), str):
         kw["text"] = "" if kw.get("text") is None else json.dumps(kw["text"], ensure_ascii=False, default=str)
-    return Segment.model_validate(kw)
+    seg = Segment.model_validate(kw)
+    # Segments are frozen: the set of fields given is never changed in place (copies copy it), so
+    # segments given the same fields share one set (half the size of a segment without its text)
+    given = seg.__pydantic_fields_set__
+    shared = _FIELDS_GIVEN.setdefault(frozenset(given), given)
+    if shared is not given:
+        object.__setattr__(seg, "__pydantic_fields_set__", shared)
+    return seg
+
+
+_FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
 
 
 def put_text(data: Any, path: tuple[str | int, ...], text: str) -> bool:
@@ -364,6 +384,8 @@ def jsonl_records(probe: Probe) -> list[Any] | None:
 
 def record_line(probe: Probe, index: int) -> int:
     """1-based line number of the index-th non-empty line (JSONL record) of the input."""
+    if probe.jsonl_lines is not None and 0 <= index < len(probe.jsonl_lines):
+        return probe.jsonl_lines[index]
     n = -1
     for lineno, line in enumerate(probe.raw.text.split("\n"), start=1):
         if line.strip():
@@ -371,6 +393,22 @@ def record_line(probe: Probe, index: int) -> int:
             if n == index:
                 return lineno
     return index + 1
+
+
+def write_json(obj: Any, write: Callable[[str], Any], piece_size: int = 1 << 20) -> None:
+    """Write ``json.dumps(obj, ensure_ascii=False, indent=2) + "\\n"`` through ``write`` in pieces of
+    about ``piece_size`` characters: the same text (``json.dumps`` with an indent joins exactly
+    these pieces), never held whole."""
+    buf: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
+        buf.append(piece)
+        size += len(piece)
+        if size >= piece_size:
+            write("".join(buf))
+            buf, size = [], 0
+    buf.append("\n")
+    write("".join(buf))
 
 
 class Format:
@@ -399,6 +437,16 @@ class Format:
         if self.container == "jsonl":
             return "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in obj)
         return obj
+
+    def dump(self, obj: Any, write: Callable[[str], Any]) -> None:
+        """Write :meth:`dumps` of ``obj`` through ``write`` in pieces (never the whole text at once)."""
+        if self.container == "json":
+            write_json(obj, write)
+        elif self.container == "jsonl":
+            for rec in obj:
+                write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+        else:
+            write(obj)
 
     def make_message(self, role: str, text: str) -> Any:
         """A new message/record in this layout (used to insert the anchor summary)."""
@@ -442,8 +490,12 @@ class Format:
 
     # helpers shared by JSON layouts -------------------------------------------------
     @staticmethod
-    def copy_data(doc: Document) -> Any:
-        """A deep copy of the parsed document (JSON values: marshal is ~5x faster than deepcopy)."""
+    def copy_data(doc: Document, edits: Edits | None = None) -> Any:
+        """A deep copy of the parsed document (JSON values: marshal is ~5x faster than deepcopy), or
+        the document's own data when the edits say it is written in place (the last write of a
+        document nobody else holds: a large input is then not held twice)."""
+        if edits is not None and edits.in_place:
+            return doc.data
         try:
             return marshal.loads(marshal.dumps(doc.data))
         except (ValueError, TypeError):

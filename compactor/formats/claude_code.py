@@ -134,7 +134,7 @@ class ClaudeCodeFormat(Format):
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        data = self.copy_data(doc)
+        data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         tool_mirrors = doc.state.tool_mirrors

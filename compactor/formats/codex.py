@@ -264,7 +264,7 @@ class CodexFormat(Format):
         return text
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        data = self.copy_data(doc)
+        data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         mirror_records = doc.state.mirror_records

@@ -215,7 +215,7 @@ class CodexTuiFormat(Format):
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        data = self.copy_data(doc)
+        data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         applied = self.replace_texts(data, doc, edits)

@@ -183,7 +183,7 @@ class GeminiFormat(Format):
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        data = self.copy_data(doc)
+        data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         chunks = doc.state.chunks

@@ -29,6 +29,7 @@ __all__ = [
     "decode_bytes",
     "load_json_text",
     "make_probe",
+    "probe_file",
     "read_input",
 ]
 
@@ -243,7 +244,7 @@ def make_probe(raw: RawInput, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Pro
         except LimitError:
             raise
         except InputError as exc:
-            probe.json_error = exc.message
+            probe.json_error = _json_error(exc)
         # JSONL: every non-empty line is a JSON value
         records: list[Any] = []
         lines = text.split("\n")
@@ -259,11 +260,178 @@ def make_probe(raw: RawInput, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Pro
             except InputError as exc:
                 truncated = lineno == len(lines) or (lineno == len(lines) - 1 and not lines[-1])
                 what = "truncated JSON (the file ends inside a record)" if truncated else "malformed JSON"
-                probe.jsonl_error = f"line {lineno}: {what}: {exc.message.split(': ', 1)[-1]}"
                 probe.jsonl = None
                 if nonempty > 1:
+                    probe.jsonl_error = f"line {lineno}: {what}: {exc.message.split(': ', 1)[-1]}"
                     probe.json_error = None  # it is JSONL with a bad line, say that
+                # else: not JSONL at all (its first line is no JSON value): the JSON error, which
+                # names the line and column where the document breaks off, is the one to report
                 return probe
             records.append(value)
         probe.jsonl = records
     return probe
+
+
+# ---------------------------------------------------------------------------- streamed reading
+#
+# ``probe_file`` gives the probe ``make_probe(read_input(path))`` gives, without ever holding the
+# file's bytes or text when the file is JSON or JSONL: JSON is parsed incrementally from the file
+# (ijson's C backend), JSONL record by record. Whatever the streamed path is not sure to read
+# exactly as ``json.loads`` would (a byte-order mark other than UTF-8's, invalid UTF-8, lone
+# surrogate escapes, nesting that may be over the limit, numbers out of range, NaN, any parse
+# error) is read by the in-memory path instead, so results, warnings and error messages with
+# their positions stay exactly the same.
+
+_CHUNK = 8 * 1024 * 1024
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_TO_SQUARE = bytes.maketrans(b"{}", b"[]")
+_SURROGATE_ESC = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+class FileText(RawInput):
+    """A :class:`RawInput` whose text is read from its file only when something asks for it (a
+    text layout, an error message naming a line); a JSON reader never does."""
+
+    def __init__(self, path: Path, source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES):
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "diagnostics", ())
+        object.__setattr__(self, "_path", path)
+        object.__setattr__(self, "_max_bytes", max_bytes)
+        object.__setattr__(self, "_text", None)
+
+    @property
+    def text(self) -> str:  # type: ignore[override]
+        if self._text is None:
+            object.__setattr__(self, "_text", read_input(self._path, max_bytes=self._max_bytes).text)
+        return self._text
+
+    def is_blank(self) -> bool:
+        return False  # only a file that parsed as JSON or JSONL is read this way
+
+    def __repr__(self) -> str:
+        return f"FileText({self.source!r})"
+
+
+def _yajl():
+    try:
+        import ijson
+
+        return ijson.get_backend("yajl2_c")
+    except Exception:  # noqa: BLE001 - no C backend: the in-memory path reads the file
+        return None
+
+
+def probe_file(path: str | os.PathLike[str] | None, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH,
+               max_bytes: int = DEFAULT_MAX_INPUT_BYTES, stdin: BinaryIO | None = None) -> Probe:
+    """The probe of a file (or stdin for ``None``/``'-'``), read the way :func:`make_probe` of
+    :func:`read_input` reads it, but streamed for JSON and JSONL files."""
+    if path is not None and str(path) != "-":
+        p = Path(path)
+        try:
+            ok = p.is_file() and p.stat().st_size <= max_bytes
+        except OSError:
+            ok = False
+        if ok:
+            try:
+                probe = _stream_probe(p, str(path), max_depth, max_bytes)
+            except OSError:
+                probe = None
+            if probe is not None:
+                return probe
+    return make_probe(read_input(path, stdin=stdin, max_bytes=max_bytes), max_depth=max_depth)
+
+
+def _stream_probe(path: Path, source: str, max_depth: int, max_bytes: int) -> Probe | None:
+    backend = _yajl()
+    if backend is None:
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(65536)
+        start = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+        if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+            return None
+        body = head[start:].lstrip(b" \t\n\r")
+        if not body or body[:1] not in b"[{" or not _JSON_START.match(body[:256].decode("utf-8", "replace")):
+            return None
+        if not _safe_for_stream(fh, head, max_depth):
+            return None
+        fh.seek(start)
+        items = backend.items(fh, "", use_float=True)
+        try:
+            value = next(items)
+            for _ in items:  # a second value: not one JSON document
+                return None
+        except StopIteration:
+            return None
+        except Exception as exc:  # noqa: BLE001 - any parse error: the in-memory path names it
+            if "trailing garbage" in str(exc):
+                return _stream_jsonl(path, source, max_depth, max_bytes)
+            return None
+    return Probe(FileText(path, source, max_bytes), json_value=value, is_json=True)
+
+
+def _safe_for_stream(fh: BinaryIO, head: bytes, max_depth: int) -> bool:
+    """One pass over the file: nesting surely within ``max_depth`` (brackets inside strings count
+    too: a bound) and no lone surrogate escape (which the C parser would not read like json)."""
+    depth = 0
+    chunk = head
+    while chunk:
+        if (b"\\ud" in chunk or b"\\uD" in chunk) and \
+                len(_SURROGATE_ESC.findall(chunk)) != 2 * len(_SURROGATE_PAIR.findall(chunk)):
+            return False
+        brackets = chunk.translate(_TO_SQUARE, _NOT_BRACKET)
+        passes = 0
+        while b"[]" in brackets:
+            brackets = brackets.replace(b"[]", b"")
+            passes += 1
+            if depth + passes > max_depth:
+                return False
+        closers = len(brackets) - len(brackets.lstrip(b"]"))
+        openers = len(brackets) - closers
+        if depth + passes + openers > max_depth:
+            return False
+        depth = max(0, depth - closers) + openers
+        chunk = fh.read(_CHUNK)
+    return True
+
+
+def _stream_jsonl(path: Path, source: str, max_depth: int, max_bytes: int) -> Probe | None:
+    """Every non-empty line a JSON value, read line by line (None: let the in-memory path read it)."""
+    records: list[Any] = []
+    lines: list[int] = []
+    first_two: list[str] = []
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            if len(lines) < 2:
+                first_two.append(line)
+            line = line[:-1] if line.endswith("\n") else line
+            if not line.strip():
+                continue
+            try:
+                value, _ = load_json_text(line, source, max_depth=max_depth)
+            except InputError:  # LimitError too: the in-memory path names the line
+                return None
+            records.append(value)
+            lines.append(lineno)
+    if len(records) < 2:
+        return None
+    probe = Probe(FileText(path, source, max_bytes), jsonl=records)
+    probe.jsonl_lines = lines
+    try:  # what the whole-document parse says of it (the text up to the second record is enough)
+        load_json_text("".join(first_two), source, max_depth=max_depth)
+    except InputError as exc:
+        probe.json_error = _json_error(exc)
+    return probe
+
+
+def _json_error(exc: InputError) -> str:
+    """What a whole-document parse error says, with where: ``Expecting value: line 3 column 9``."""
+    msg = exc.message.removeprefix("malformed JSON: ")
+    return f"{msg}: {exc.position}" if exc.position else msg

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InputError
 from .base import Document, Probe, RawInput
-from .inputs import decode_bytes, make_probe, read_input
+from .inputs import decode_bytes, make_probe, probe_file
 from .registry import read_document
 
 __all__ = ["load_document"]
@@ -21,8 +21,7 @@ def load_document(data: Any, *, format: str = "auto", max_json_depth: int = 512,
     if isinstance(data, Document):
         return data
     if isinstance(data, Path) or (isinstance(data, str) and _looks_like_path(data)):
-        raw = read_input(data)
-        return read_document(make_probe(raw, max_depth=max_json_depth), format)
+        return read_document(probe_file(data, max_depth=max_json_depth), format)
     if isinstance(data, (bytes, bytearray)):
         raw = decode_bytes(bytes(data), source or "<bytes>")
         return read_document(make_probe(raw, max_depth=max_json_depth), format)

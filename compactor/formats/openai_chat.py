@@ -75,7 +75,7 @@ class OpenAIChatFormat(Format):
         return reader.document(data, probe.raw.source)
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        data = self.copy_data(doc)
+        data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         self.replace_texts(data, doc, edits)

@@ -396,7 +396,7 @@ class OpenHandsFormat(Format):
 
     # ------------------------------------------------------------------ writing
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        data = self.copy_data(doc)
+        data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         mirrors = doc.state.mirrors

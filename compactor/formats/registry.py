@@ -41,7 +41,7 @@ def detect(probe: Probe) -> Format:
 
 
 def read_document(probe: Probe, format_name: str = "auto") -> Document:
-    if not probe.raw.text.strip():
+    if probe.raw.is_blank():
         raise InputError("empty input: nothing to compact", source=probe.raw.source)
     fmt = detect(probe) if format_name == "auto" else get_format(format_name)
     if format_name != "auto":
