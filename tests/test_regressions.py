@@ -95,3 +95,14 @@ def test_claude_code_slash_command_echoes_are_not_user_requests():
     assert "<command-name>" not in shown and "Compacted (ctrl+o" not in shown
     assert "PreCompact [" not in shown
     assert [c["text"] for c in anchor["user_constraints"]] == ["Constraint: do not modify anything under tests/."]
+
+
+def test_steps_output_folded_whole_reads_back_as_steps(tmp_path):
+    # at a tight budget every step of a bare step array is folded into the summary step: the
+    # output must still read back in its own layout (it was refused: "no step has an 'action'")
+    res = Compactor(store=str(tmp_path / "s")).compact(str(CI_LINT), budget=90)
+    assert [r.get("step") for r in res.messages] == ["summary"]
+    doc = compactor.load_document(res.messages, format="steps")
+    assert doc.segments and doc.segments[0].text.startswith("[compactor L3:")
+    again = compactor.load_document(json.dumps(res.messages))  # and it is recognised without a hint
+    assert again.format == "steps"
