@@ -221,3 +221,24 @@ def test_jest_error_message_under_its_title_is_live_evidence(tmp_path):
     res = Compactor(store=str(tmp_path / "s")).compact(msgs, budget=250)
     text = json.dumps(res.messages, ensure_ascii=False)
     assert "## Live error" in text and error in text
+
+
+def test_log_at_a_quarter_keeps_distinct_errors_over_repeated_warnings(corpus, tmp_path):
+    """A Maven log prints 137 encoding warnings that differ only in line numbers before the real
+    compile errors: at a budget the warnings are told once with their count and the distinct
+    errors printed after them are kept verbatim (they were cut: 3 of 32 labelled lines kept)."""
+    path = corpus / "ci-breakages" / "astor_400" / "fail.log"
+    if not path.exists():
+        pytest.skip("astor_400 not in the corpus")
+    doc = load_document(path)
+    budget = math.ceil(sum(COUNT(s.text) for s in doc.segments) * 0.25)
+    res = Compactor(store=str(tmp_path / "s")).compact(str(path), budget=budget)
+    assert reread_tokens(res) <= budget
+    out = " ".join(res.messages.split())
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    labels = json.loads((path.parent / "labels.json").read_text())["error_lines"]
+    want = [" ".join(lines[i - 1].split()) for i in labels if lines[i - 1].strip()]
+    kept = [w for w in want if w in out]
+    assert len(kept) >= 0.75 * len(want), (len(kept), len(want))
+    assert "Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.0:compile" in out
+    assert "more like it, differing in numbers" in out

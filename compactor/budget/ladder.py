@@ -10,12 +10,14 @@ order of priority instead of a reason to refuse:
    one reference away (``[the whole request: expand c-…]``); the whole request is the first thing
    put back when the budget allows it;
 2. live evidence: the latest failure's error line, trace header, innermost frames with
-   ``file:line``, exit code and final summary line;
+   ``file:line``, exit code, final summary line and its other error lines, lines that differ
+   only in numbers told once with their count (``… (+44 more like it, differing in numbers)``);
 3. failed approaches: the command, its first error line, how often it failed;
 4. decisions with their reasons;
 5. older evidence: an error that was later resolved becomes one line
    (``… — resolved at s14 · ref c-…``); an error repeated N times is kept once with its count
-   and steps;
+   and steps; then the rest of the live failure's evidence line by line (its outer frames, and
+   the lines step 2 counted instead of showing);
 6. the rest: the most recent turns verbatim (newest first, whole turns), the system prompt, then
    the remaining anchor items (intent, changes, facts, files, open questions, next steps).
 
@@ -78,6 +80,7 @@ _H = {
         "repeated": " (×{n}: {steps}) · {ref}",
         "once": " ({step}) · {ref}",
         "times": "×{n}",
+        "similar": " (+{n} more like it, differing in numbers)",
     },
     "zh": {
         "gap": "[…]",
@@ -93,6 +96,7 @@ _H = {
         "repeated": "（×{n}：{steps}）· {ref}",
         "once": "（{step}）· {ref}",
         "times": "×{n}",
+        "similar": "（另有 {n} 行相同，仅数字不同）",
     },
 }
 
@@ -185,9 +189,14 @@ def _older_parts(seg: Segment, spans: list[Span]) -> list[str]:
     return parts
 
 
-def _live_lines(seg: Segment, spans: list[Span]) -> list[tuple[str, str]]:
+def _shape(line: str) -> str:
+    return _SHAPE.sub("#", " ".join(line.split()))
+
+
+def _live_lines(seg: Segment, spans: list[Span], lang: str = "en") -> tuple[list[tuple[str, str]], set[str]]:
     """(label, line) of the live error, most important first: error header, innermost frames,
-    exit code, final summary line, other error lines."""
+    exit code, final summary line, other error lines (lines differing only in numbers once, with
+    their count); and those lines, whitespace-normalised."""
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
 
@@ -229,7 +238,23 @@ def _live_lines(seg: Segment, spans: list[Span]) -> list[tuple[str, str]]:
         if sp.family in ("error", "test-failure"):
             for ln in sp.text.split("\n"):
                 add("error line", ln)
-    return out
+    # messages and error lines that differ only in numbers (a compiler's warning for every line of
+    # one file) once, with their count, so that distinct errors printed later still fit
+    grouped: list[tuple[str, str]] = []
+    first_of: dict[str, list[int]] = {}
+    for label, line in out:
+        if label in ("trace message", "error line"):
+            key = _shape(line)
+            if key in first_of:
+                first_of[key][1] += 1
+                continue
+            first_of[key] = [len(grouped), 0]
+        grouped.append((label, line))
+    told = {" ".join(line.split()) for _label, line in grouped}
+    for i, n in first_of.values():
+        if n:
+            grouped[i] = (grouped[i][0], grouped[i][1] + _H[lang]["similar"].format(n=n))
+    return grouped, told
 
 
 def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en") -> str | None:
@@ -352,7 +377,8 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
         cmd = _first_line(live.command or "")
         cmd = f", `{cmd[:120]}`" if cmd else ""
         section = h[2].format(step=live.step_id, cmd=cmd, ref=live_ref)
-        for i, (label, line) in enumerate(_live_lines(live, sp)):
+        live_lines, live_told = _live_lines(live, sp, lang if lang in _H else "en")
+        for i, (label, line) in enumerate(live_lines):
             if i == 0 and len(line) > _FLOOR_LINE:
                 # the floor holds the header's start; the whole line is the last live item
                 cut = line.rfind(" ", 0, _FLOOR_LINE)
@@ -458,6 +484,28 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
                                                    originals={ref: first.text})))
     for _, it in sorted(entries, key=lambda t: -t[0]):  # newest first
         items.append(it)
+    # the rest of the live failure's evidence, line by line in the order printed (a log is one
+    # output: its other error lines and the outer frames of its trace), each while it fits
+    if live is not None:
+        told = set(live_told)
+        section = h[2].format(step=live.step_id, cmd=cmd, ref=live_ref)
+        # first one line per shape not told yet, then the lines that differ only in numbers from
+        # one already told (a compiler's warning for every line of a file comes last)
+        shapes = {_shape(t) for t in told}
+        firsts: list[str] = []
+        repeats: list[str] = []
+        for sp in sorted(evidence_spans(live, spans_by_seg.get(live.id, [])), key=lambda x: (x.start, x.rule_id)):
+            for ln in sp.text.split("\n"):
+                key = " ".join(ln.split())
+                if len(key) < 4 or key in told:
+                    continue
+                told.add(key)
+                shape = _shape(key)
+                (repeats if shape in shapes else firsts).append(ln.rstrip())
+                shapes.add(shape)
+        for ln in firsts + repeats:
+            items.append(LadderItem(5, "more live evidence", ln, live.step_id, live_ref,
+                                    section=section, originals={live_ref: live.text}))
     # 6 ------------------------------------------------------------- the rest
     if live is not None and whole_head is not None:
         items.append(whole_head)  # the live header's whole line, when the floor holds only its start
