@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+from .engine.matchers import accept_disjoint
 from .errors import SecretScanError
 from .models import Span
 from .syntax import REDACTED_PREFIX
@@ -222,19 +223,7 @@ def _windows(hay: str, literals: list[str]) -> list[tuple[int, int]]:
 
 def _resolve(raw):
     """Non-overlapping by a total order: priority, length, start, rule id (never input order)."""
-    starts: list[int] = []
-    ends: list[int] = []
-    accepted = []
-    for item in sorted(raw, key=lambda r: (-r[2], -(r[1] - r[0]), r[0], r[3])):
-        a, b = item[0], item[1]
-        k = bisect_right(starts, a)
-        if k > 0 and ends[k - 1] > a:
-            continue
-        if k < len(starts) and starts[k] < b:
-            continue
-        starts.insert(k, a)
-        ends.insert(k, b)
-        accepted.append(item)
+    accepted = accept_disjoint(sorted(raw, key=lambda r: (-r[2], -(r[1] - r[0]), r[0], r[3])), lambda r: (r[0], r[1]))
     accepted.sort(key=lambda r: (r[0], r[1], r[3]))
     return accepted
 

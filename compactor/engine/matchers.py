@@ -795,8 +795,10 @@ class _Disjoint:
 FLAT_MAX = 4096  # up to this many spans one flat sorted list is cheapest; beyond, chunks
 
 
-def _accept(items: list, bounds) -> list:
-    """Greedy acceptance over ``items`` already in priority order; ``bounds(item) -> (a, b)``."""
+def accept_disjoint(items: list, bounds) -> list:
+    """Greedy acceptance over ``items`` already in priority order; ``bounds(item) -> (a, b)``:
+    an item is kept unless it is empty or overlaps one kept before (the detect and secret stages
+    resolve overlaps with it)."""
     accepted = []
     if len(items) <= FLAT_MAX:
         starts: list[int] = []
@@ -828,7 +830,7 @@ def resolve_spans(spans: list[Span]) -> list[Span]:
     A span that overlaps one already accepted is dropped from the list; the region stays
     protected because the accepted span covers it or the caller protects the union of lines.
     """
-    accepted = _accept(sorted(spans, key=_order_key), lambda s: (s.start, s.end))
+    accepted = accept_disjoint(sorted(spans, key=_order_key), lambda s: (s.start, s.end))
     accepted.sort(key=lambda s: (s.start, s.end, s.rule_id))
     return accepted
 
@@ -840,7 +842,7 @@ def _found_key(f: tuple):
 
 def resolve_found(found: list[tuple]) -> list[tuple]:
     """``resolve_spans`` on the plain tuples of :func:`find_all` (same order, same choice)."""
-    accepted = _accept(sorted(found, key=_found_key), _bounds)
+    accepted = accept_disjoint(sorted(found, key=_found_key), _bounds)
     accepted.sort(key=lambda f: (f[1], f[2], f[0].id))
     return accepted
 

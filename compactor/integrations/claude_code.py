@@ -59,6 +59,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from ..atomic import write_text_atomic
+
 __all__ = [
     "CONTEXT_LIMIT",
     "EVENTS",
@@ -135,20 +137,7 @@ def anchor_path(session_id: str, host: str = "claude-code") -> Path:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_text_atomic(path, text, dir_mode=0o700, durable=True)
 
 
 def _read_text(path: str, limit: int = MAX_READ_BYTES) -> str | None:
