@@ -23,9 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -148,29 +145,12 @@ def prefix_share(conv: list[dict[str, Any]], **options) -> dict[str, Any]:
 
 
 def startup(runs: int) -> dict[str, Any]:
-    """Whole-process wall time (median of ``runs``) against ``python -c pass``."""
-    env = dict(os.environ)
+    """Whole-process wall time (median of ``runs``) against ``python -c pass``, measured the way
+    ``bench_startup.py`` does (byte-compiled, warm catalog)."""
+    from bench_startup import measure
+
     with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "one.log"
-        log.write_text("ok: build finished\n", encoding="utf-8")
-        conv = Path(tmp) / "one.json"
-        conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]),
-                        encoding="utf-8")
-        env["COMPACTOR_STORE"] = str(Path(tmp) / "store.sqlite")
-        cmds = {
-            "python_pass": [sys.executable, "-c", "pass"],
-            "trim_one_line": [sys.executable, "-m", "compactor", "trim", str(log)],
-            "compact_one_message": [sys.executable, "-m", "compactor", "compact", str(conv)],
-        }
-        times: dict[str, list[float]] = {k: [] for k in cmds}
-        for _ in range(runs):
-            for k, cmd in cmds.items():
-                t0 = time.perf_counter()
-                proc = subprocess.run(cmd, capture_output=True, env=env)
-                times[k].append(time.perf_counter() - t0)
-                if proc.returncode != 0:
-                    raise SystemExit(f"{k} failed: {proc.stderr.decode()[-500:]}")
-    med = {k: statistics.median(v) for k, v in times.items()}
+        _cmds, _env, med, _cpu = measure(runs, Path(tmp))
     return {
         "runs": runs,
         "median_ms": {k: round(v * 1e3, 1) for k, v in med.items()},

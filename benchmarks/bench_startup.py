@@ -62,6 +62,35 @@ def importtime(cmd: list[str], env: dict[str, str], top: int) -> list[tuple[floa
     return sorted(rows, reverse=True)[:top]
 
 
+def measure(runs: int, tmp: Path) -> tuple[dict[str, list[str]], dict[str, str], dict[str, float], dict[str, float]]:
+    """(commands, environment, median wall s, median CPU s) of ``python -c pass``, ``trim`` of a
+    one-line log and ``compact`` of a one-message conversation (inputs written to ``tmp``):
+    byte-compiled, warmed by one untimed run, then ``runs`` interleaved runs."""
+    compileall.compile_dir(str(ROOT / "compactor"), quiet=1)
+    log = tmp / "one.log"
+    log.write_text("ok: build finished\n", encoding="utf-8")
+    conv = tmp / "one.json"
+    conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]),
+                    encoding="utf-8")
+    env = {**os.environ, "COMPACTOR_STORE": str(tmp / "store.sqlite")}
+    cmds = {
+        "python_pass": [sys.executable, "-c", "pass"],
+        "trim_one_line": [sys.executable, "-m", "compactor", "trim", str(log)],
+        "compact_one_message": [sys.executable, "-m", "compactor", "compact", str(conv)],
+    }
+    for cmd in cmds.values():  # warm: the rule catalog, the page cache
+        _run(cmd, env)
+    walls: dict[str, list[float]] = {k: [] for k in cmds}
+    cpus: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(runs):
+        for k, cmd in cmds.items():
+            w, c = _run(cmd, env)
+            walls[k].append(w)
+            cpus[k].append(c)
+    return (cmds, env, {k: statistics.median(v) for k, v in walls.items()},
+            {k: statistics.median(v) for k, v in cpus.items()})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
@@ -69,30 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true", help="also print an in-process profile of each command")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "startup.json")
     args = ap.parse_args(argv)
-    compileall.compile_dir(str(ROOT / "compactor"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "one.log"
-        log.write_text("ok: build finished\n", encoding="utf-8")
-        conv = Path(tmp) / "one.json"
-        conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]),
-                        encoding="utf-8")
-        env = {**os.environ, "COMPACTOR_STORE": str(Path(tmp) / "store.sqlite")}
-        cmds = {
-            "python_pass": [sys.executable, "-c", "pass"],
-            "trim_one_line": [sys.executable, "-m", "compactor", "trim", str(log)],
-            "compact_one_message": [sys.executable, "-m", "compactor", "compact", str(conv)],
-        }
-        for cmd in cmds.values():  # warm: the rule catalog, the page cache
-            _run(cmd, env)
-        walls: dict[str, list[float]] = {k: [] for k in cmds}
-        cpus: dict[str, list[float]] = {k: [] for k in cmds}
-        for _ in range(args.runs):
-            for k, cmd in cmds.items():
-                w, c = _run(cmd, env)
-                walls[k].append(w)
-                cpus[k].append(c)
-        wall = {k: statistics.median(v) for k, v in walls.items()}
-        cpu = {k: statistics.median(v) for k, v in cpus.items()}
+        cmds, env, wall, cpu = measure(args.runs, Path(tmp))
         res = {"runs": args.runs, "loadavg_1min": round(os.getloadavg()[0], 2),
                "median_wall_ms": {k: round(v * 1e3, 1) for k, v in wall.items()},
                "median_cpu_ms": {k: round(v * 1e3, 1) for k, v in cpu.items()},
