@@ -84,6 +84,7 @@ class Conversation:
         self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
         self.tokens_before = None  # (segments, their tokens) of the last compaction
+        self.continuation_memo = None  # what the continuation check read of each segment
 
 
 @dataclass
@@ -471,9 +472,15 @@ class Compactor:
         if state.anchor is not None:
             # the continuation questions: what the anchor cannot answer is back-filled from the
             # trajectory, and the self-check report says so
-            from .anchor import continuation_check
+            from .anchor.continuation import ContinuationMemo, continuation_check
 
-            state.anchor, filled = continuation_check(state.anchor, state.segments)
+            conv = state.conversation
+            memo = None
+            if conv is not None:
+                memo = conv.continuation_memo
+                if memo is None:
+                    memo = conv.continuation_memo = ContinuationMemo()
+            state.anchor, filled = continuation_check(state.anchor, state.segments, memo)
             if filled and state.self_check is not None:
                 state.self_check = state.self_check.model_copy(update={
                     "backfilled": [*state.self_check.backfilled, *(f"continuation:{x}" for x in filled)]})

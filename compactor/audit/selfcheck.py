@@ -64,6 +64,7 @@ class TextMemo:
         self.squashed: dict[str, str] = {}
         self.in_own: dict[int, tuple[Span, str]] = {}  # span found verbatim in this text of its own segment
         self.held: dict[int, tuple[Span, Segment, bool]] = {}  # protected_spans' verdict per span
+        self.found: dict[int, tuple[Span, str, str]] = {}  # span found verbatim in another segment's kept text
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
 
     def normalize(self, text: str) -> str:
@@ -83,9 +84,10 @@ class TextMemo:
         if len(self.norm) > 4 * live + 256:
             self.norm.clear()
             self.squashed.clear()
-        if len(self.in_own) + len(self.held) > 64 * live + 4096:
+        if len(self.in_own) + len(self.held) + len(self.found) > 64 * live + 4096:
             self.in_own.clear()
             self.held.clear()
+            self.found.clear()
 
 
 class _Output:
@@ -153,8 +155,23 @@ class _Output:
             return t in self.blob
         return any(t in p for p in self._pieces())
 
+    def _found_elsewhere(self, sp: Span) -> bool:
+        """The span is verbatim in the kept text of some segment (remembered per span: while that
+        segment's kept text is the same, so is the answer)."""
+        memo = self.memo
+        hit = memo.found.get(id(sp))
+        if hit is not None and hit[0] is sp and self.kept.get(hit[1]) is hit[2]:
+            return True
+        t = sp.text
+        for sid, p in self.kept.items():
+            if t in p:
+                memo.found[id(sp)] = (sp, sid, p)
+                return True
+        return False
+
     def has_span(self, sp: Span) -> bool:
-        if self.memo is not None and self.in_own(sp):
+        memo = self.memo
+        if memo is not None and self.in_own(sp):
             return True
         t = sp.text
         if not t.strip():
@@ -162,7 +179,14 @@ class _Output:
         own = self.kept.get(sp.segment_id or "")
         if own is not None and t in own:
             return True
-        if t in self.summary or self._in_output(t):
+        if t in self.summary:
+            return True
+        if memo is not None:
+            # every kept text is looked at (the answer remembered); across two of them only when
+            # the span holds a line break
+            if self._found_elsewhere(sp) or ("\n" in t and t in self.blob):
+                return True
+        elif self._in_output(t):
             return True
         return squash(t) in self.squashed  # re-indented or re-wrapped by a renderer, same words
 

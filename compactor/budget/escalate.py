@@ -668,16 +668,18 @@ def full_anchor(compactor, state) -> Anchor:
         _, csegs, canchor, couts = cached
         n = len(csegs)
         same = n <= len(segs)
-        # the same segment with the same Level 1 outcome object: nothing to compare
-        if same and not (all(map(operator.is_, csegs, segs))
-                         and all(map(operator.is_, couts, map(outcomes.get, (s.id for s in csegs))))):
-            for i in range(n):
-                s, c = segs[i], csegs[i]
-                sp = spans_of(s)
-                csp = tuple(couts[i].spans) if couts[i] is not None else none
-                if (s is not c and _seg_key(s, sp) != _seg_key(c, csp)) or sp != csp:
-                    same = False
-                    break
+        if same:
+            # the same segment with the same Level 1 outcome object: nothing to compare; only the
+            # segments where either differs are compared by content
+            cur = list(map(outcomes.get, [s.id for s in segs[:n]]))
+            if not (all(map(operator.is_, csegs, segs)) and all(map(operator.is_, couts, cur))):
+                for i in [i for i, (a, b, c, d) in enumerate(zip(csegs, segs, couts, cur)) if a is not b or c is not d]:
+                    s, c = segs[i], csegs[i]
+                    sp = spans_of(s)
+                    csp = tuple(couts[i].spans) if couts[i] is not None else none
+                    if (s is not c and _seg_key(s, sp) != _seg_key(c, csp)) or sp != csp:
+                        same = False
+                        break
         if same:
             rest = segs[n:]
             if not rest:
