@@ -19,6 +19,7 @@ from __future__ import annotations
 import operator
 import os
 from collections import OrderedDict
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -85,6 +86,7 @@ class Conversation:
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
         self.tokens_before = None  # (segments, their tokens) of the last compaction
         self.continuation_memo = None  # what the continuation check read of each segment
+        self.span_memo = None  # the protected spans, per segment
 
 
 @dataclass
@@ -131,12 +133,78 @@ class PipelineState:
         return self.doc.segments
 
     def spans(self) -> list[Span]:
+        """The protected spans of every segment, in document order."""
+        memo = self._span_memo()
+        if memo is not None:
+            return list(memo.spans)
         out: list[Span] = []
         for s in self.doc.segments:
             o = self.outcomes.get(s.id)
             if o is not None:
                 out.extend(o.spans)
         return out
+
+    def spans_sorted(self) -> list[Span]:
+        """The protected spans ordered by (segment index, start, rule id), as the report lists them."""
+        memo = self._span_memo()
+        if memo is not None and memo.ordered:
+            return list(chain.from_iterable(memo.parts))
+        index = {s.id: s.index for s in self.doc.segments}
+        return sorted(self.spans(), key=lambda s: (index.get(s.segment_id, -1), s.start, s.rule_id))
+
+    def _span_memo(self) -> "_SpanMemo | None":
+        conv = self.conversation
+        if conv is None:
+            return None
+        memo = conv.span_memo
+        if memo is None:
+            memo = conv.span_memo = _SpanMemo()
+        memo.update(self.doc.segments, self.outcomes)
+        return memo
+
+
+class _SpanMemo:
+    """A conversation's protected spans, kept per segment and extended from the first segment
+    whose Level 1 outcome changed (a session's segments and outcomes are the same objects from
+    turn to turn: nothing to compare by content)."""
+
+    def __init__(self) -> None:
+        self.segs: list[Segment] = []
+        self.outs: list[Any] = []
+        self.ends: list[int] = []  # spans through each segment
+        self.spans: list[Span] = []
+        self.parts: list[list[Span]] = []  # each segment's spans by (start, rule id)
+        self.ordered = True  # every span names its own segment and segment indexes are positions
+
+    def update(self, segs: list[Segment], outcomes: dict[str, Any]) -> None:
+        outs = list(map(outcomes.get, [s.id for s in segs]))
+        old_segs, old_outs = self.segs, self.outs
+        n = len(old_segs)
+        if n <= len(segs) and all(map(operator.is_, old_segs, segs)) and all(map(operator.is_, old_outs, outs)):
+            k = n
+        else:
+            k = next((i for i, (a, b, c, d) in enumerate(zip(old_segs, segs, old_outs, outs))
+                      if a is not b or c is not d), min(n, len(segs)))
+        if k == n == len(segs):
+            return
+        end = self.ends[k - 1] if k else 0
+        del self.spans[end:], self.ends[k:], self.parts[k:]
+        if not k:
+            self.ordered = True
+        for i in range(k, len(segs)):
+            o = outs[i]
+            sp = o.spans if o is not None else ()
+            self.spans.extend(sp)
+            self.ends.append(len(self.spans))
+            seg = segs[i]
+            if seg.index != i or any(x.segment_id != seg.id for x in sp):
+                self.ordered = False
+            self.parts.append(sorted(sp, key=_span_order) if len(sp) > 1 else list(sp))
+        self.segs, self.outs = list(segs), outs
+
+
+def _span_order(sp: Span) -> tuple:
+    return (sp.start, sp.rule_id)
 
 
 def _same_prefix(old: list, new: list) -> bool:
@@ -536,8 +604,7 @@ class Compactor:
         if state.summary:
             after += count(state.summary)
         placeholders = _unique_placeholders(state.placeholders, state.dropped)
-        index = {s.id: s.index for s in doc.segments}
-        protected = sorted(state.spans(), key=lambda s: (index.get(s.segment_id, -1), s.start, s.rule_id))
+        protected = state.spans_sorted()
         red = state.redactor
         if red is not None:
             protected = [sp.model_copy(update={"text": red.redact(sp.text)[0]}) for sp in protected]
