@@ -19,8 +19,8 @@ from __future__ import annotations
 import operator
 import os
 from collections import OrderedDict
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Callable
 
 from .collapse.level1 import Level1, SegmentOutcome
@@ -32,6 +32,7 @@ from .formats import Document, Edits, get_format, load_document
 from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, SelfCheck,
                      Severity, Span)
 from .normalize import normalize
+from .segments import segment_index
 from .tokens import get_counter
 
 __all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact"]
@@ -87,6 +88,7 @@ class Conversation:
         self.tokens_before = None  # (segments, their tokens) of the last compaction
         self.continuation_memo = None  # what the continuation check read of each segment
         self.span_memo = None  # the protected spans, per segment
+        self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
 
 
 @dataclass
@@ -391,7 +393,8 @@ class Compactor:
     def _stage_level1(self, state: PipelineState) -> None:
         cfg = state.config
         segs = state.segments
-        results = [s for s in segs if s.kind == SegmentKind.tool_result]
+        idx = segment_index(state.conversation, segs)
+        results = idx.results
         boundary = state.boundary
         if boundary is None:
             boundary = collapse_boundary(len(results), cfg.keep_recent, cfg.collapse_batch)
@@ -425,13 +428,14 @@ class Compactor:
                 new.diag_at = held.diag_at[:start]
                 new.ph_at = held.ph_at[:start]
                 new.level_at = held.level_at[:start]
-        old = {s.id for s in results[:boundary]}
+        pos = idx.result_pos
         for seg in segs[start:] if start else segs:
             if seg.kind == SegmentKind.tool_call:
                 o = SegmentOutcome(seg.text, False)
             else:
                 det = state.detections[seg.id]
-                collapse = apply and seg.id in old and not seg.meta
+                # among the outputs before the boundary
+                collapse = apply and pos.get(seg.id, boundary) < boundary and not seg.meta
                 if not collapse:
                     o = SegmentOutcome(seg.text, False, list(det.spans), [], list(det.diagnostics))
                 else:

@@ -132,7 +132,6 @@ class _Escalation:
         self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
         self._units: list[Unit] | None = None
         self._tok: dict[str, int] | None = None
-        self.order = {s.id: s.index for s in state.segments}
         self.best_over: int | None = None  # smallest total seen that did not fit (for the error)
         self.budget = budget if budget is not None else self.cfg.budget
         self.cut: list = []  # ladder items cut to fit (priority order)
