@@ -32,7 +32,7 @@ from .formats import Document, Edits, get_format, load_document
 from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, SelfCheck,
                      Severity, Span)
 from .normalize import normalize
-from .segments import segment_index
+from .segments import changed, segment_index
 from .tokens import get_counter
 
 __all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact"]
@@ -89,6 +89,7 @@ class Conversation:
         self.continuation_memo = None  # what the continuation check read of each segment
         self.span_memo = None  # the protected spans, per segment
         self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
+        self.count_memo = None  # (the written texts, their token counts) of the last compaction
 
 
 @dataclass
@@ -161,7 +162,8 @@ class PipelineState:
         memo = conv.span_memo
         if memo is None:
             memo = conv.span_memo = _SpanMemo()
-        memo.update(self.doc.segments, self.outcomes)
+        segs = self.doc.segments
+        memo.update(segs, segment_index(conv, segs).ids, self.outcomes)
         return memo
 
 
@@ -178,15 +180,11 @@ class _SpanMemo:
         self.parts: list[list[Span]] = []  # each segment's spans by (start, rule id)
         self.ordered = True  # every span names its own segment and segment indexes are positions
 
-    def update(self, segs: list[Segment], outcomes: dict[str, Any]) -> None:
-        outs = list(map(outcomes.get, [s.id for s in segs]))
+    def update(self, segs: list[Segment], ids: list[str], outcomes: dict[str, Any]) -> None:
+        outs = list(map(outcomes.get, ids))
         old_segs, old_outs = self.segs, self.outs
         n = len(old_segs)
-        if n <= len(segs) and all(map(operator.is_, old_segs, segs)) and all(map(operator.is_, old_outs, outs)):
-            k = n
-        else:
-            k = next((i for i, (a, b, c, d) in enumerate(zip(old_segs, segs, old_outs, outs))
-                      if a is not b or c is not d), min(n, len(segs)))
+        k = min([n, len(segs), *changed(old_segs, segs)[:1], *changed(old_outs, outs)[:1]])
         if k == n == len(segs):
             return
         end = self.ends[k - 1] if k else 0
@@ -591,8 +589,13 @@ class Compactor:
 
     def _stage_write(self, state: PipelineState) -> None:
         doc = state.doc
-        replace = {s.id: state.texts[s.id] for s in doc.segments
-                   if s.id not in state.dropped and state.texts[s.id] != s.text}
+        conv = state.conversation
+        idx = segment_index(conv, doc.segments)
+        ids = idx.ids
+        texts = state.texts
+        vals = list(map(texts.__getitem__, ids))
+        dropped = state.dropped
+        replace = {sid: t for sid, t, o in zip(ids, vals, idx.texts) if t is not o and t != o and sid not in dropped}
         in_place = doc.disposable and state.writer is None
         edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place)
         writer = state.writer or get_format(doc.format).write
@@ -601,10 +604,18 @@ class Compactor:
             doc.disposable = False  # its data is the output now
         count = self.counter.count
         before = self._tokens_before(state)
-        texts = state.texts
-        dropped = state.dropped
-        after = sum(map(count, [texts[s.id] for s in doc.segments if s.id not in dropped] if dropped
-                        else list(map(texts.__getitem__, [s.id for s in doc.segments]))))
+        # the tokens of every text, counted again only where the text changed since the last turn
+        held = getattr(conv, "count_memo", None)
+        if held is not None:
+            counts = held[1][:len(vals)]
+            for i in changed(held[0], vals):
+                counts[i] = count(vals[i])
+            counts.extend(map(count, vals[len(counts):]))
+        else:
+            counts = list(map(count, vals))
+        if conv is not None:
+            conv.count_memo = (vals, counts)
+        after = sum([c for sid, c in zip(ids, counts) if sid not in dropped] if dropped else counts)
         if state.summary:
             after += count(state.summary)
         placeholders = _unique_placeholders(state.placeholders, state.dropped)

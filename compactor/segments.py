@@ -11,15 +11,23 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from itertools import compress
 
 from .models import Segment, SegmentKind
 
-__all__ = ["SegmentIndex", "segment_index"]
+__all__ = ["SegmentIndex", "changed", "segment_index"]
+
+
+def changed(old: Sequence, new: Sequence) -> list[int]:
+    """Positions ``i < min(len(old), len(new))`` where ``old[i]`` is not ``new[i]`` (by identity)."""
+    return list(compress(range(min(len(old), len(new))), map(operator.is_not, old, new)))
 
 
 class SegmentIndex:
     def __init__(self) -> None:
         self.segs: list[Segment] = []
+        self.ids: list[str] = []
+        self.texts: list[str] = []  # each segment's original text
         self.by_id: dict[str, Segment] = {}  # the last segment of each id, as ``{s.id: s for s in segs}``
         self.results: list[Segment] = []  # every tool result, in order
         self.result_pos: dict[str, int] = {}  # tool result id -> its first position in ``results``
@@ -35,7 +43,10 @@ class SegmentIndex:
         if n == len(segs):
             return self
         by_id, results, pos, live, live_ids = self.by_id, self.results, self.result_pos, self.live, self.live_ids
+        ids, texts = self.ids, self.texts
         for s in segs[n:]:
+            ids.append(s.id)
+            texts.append(s.text)
             by_id[s.id] = s
             if s.kind == SegmentKind.tool_result:
                 pos.setdefault(s.id, len(results))
