@@ -20,7 +20,9 @@ records what failed *before* back-fill and what was put back.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
@@ -62,9 +64,10 @@ class TextMemo:
     def __init__(self) -> None:
         self.norm: dict[str, str] = {}
         self.squashed: dict[str, str] = {}
-        self.in_own: dict[int, tuple[Span, str]] = {}  # span found verbatim in this text of its own segment
         self.held: dict[int, tuple[Span, Segment, bool]] = {}  # protected_spans' verdict per span
-        self.found: dict[int, tuple[Span, str, str]] = {}  # span found verbatim in another segment's kept text
+        # span -> (it, the segment id, that segment's kept text) it was found verbatim in: while
+        # that text is the one kept, the span is in the output
+        self.found: dict[int, tuple[Span, str, str]] = {}
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
 
     def normalize(self, text: str) -> str:
@@ -84,10 +87,23 @@ class TextMemo:
         if len(self.norm) > 4 * live + 256:
             self.norm.clear()
             self.squashed.clear()
-        if len(self.in_own) + len(self.held) + len(self.found) > 64 * live + 4096:
-            self.in_own.clear()
+        if len(self.held) + len(self.found) > 64 * live + 4096:
             self.held.clear()
             self.found.clear()
+
+    def normalize_all(self, kept: dict[str, str]) -> dict[str, str]:
+        """``{sid: normalize(text)}`` for every kept text (looked up in one pass; only texts not
+        seen before are normalised)."""
+        vals = list(kept.values())
+        got = list(map(self.norm.get, vals))
+        for i in compress(range(len(got)), map(operator.is_, got, repeat(None))):
+            got[i] = self.normalize(vals[i])
+        return dict(zip(kept, got))
+
+    def unsettled(self, spans: list[Span], kept: dict[str, str]) -> list[Span]:
+        """The spans (in order) not known to be verbatim in the kept texts ``kept`` (normalised)."""
+        found, get = self.found.get, kept.get
+        return [sp for sp in spans if not ((h := found(id(sp))) is not None and h[0] is sp and get(h[1]) is h[2])]
 
 
 class _Output:
@@ -101,8 +117,7 @@ class _Output:
         self.memo = memo
         if memo is not None:
             memo.trim(len(kept))
-            norm = memo.normalize
-            self.kept = {sid: norm(t) for sid, t in kept.items()}
+            self.kept = memo.normalize_all(kept)
         else:
             self.kept = {sid: normalize(t) for sid, t in kept.items()}
         self.summary = normalize(summary or "")
@@ -137,16 +152,17 @@ class _Output:
 
     def in_own(self, sp: Span) -> bool:
         """The span is verbatim in its own segment's kept text (remembered per span and text)."""
-        own = self.kept.get(sp.segment_id or "")
+        sid = sp.segment_id or ""
+        own = self.kept.get(sid)
         memo = self.memo
         if memo is not None and own is not None:
-            hit = memo.in_own.get(id(sp))
-            if hit is not None and hit[0] is sp and hit[1] is own:
+            hit = memo.found.get(id(sp))
+            if hit is not None and hit[0] is sp and hit[2] is own:
                 return True
         t = sp.text
         if not t.strip() or (own is not None and t in own):
             if memo is not None and own is not None:
-                memo.in_own[id(sp)] = (sp, own)
+                memo.found[id(sp)] = (sp, sid, own)
             return True
         return False
 
@@ -365,6 +381,10 @@ def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Ancho
 
     # 2. anti-repeat ---------------------------------------------------------------
     held = protected if protected is not None else protected_spans(segments, spans)
+    if memo is not None:
+        # a span found verbatim in a kept text that is still kept is present: neither loop below
+        # can report it, so only the others are asked (in the same order)
+        held = memo.unsettled(held, out.kept)
     for sp in held:
         if sp.family == "failed-approach" and not (out.has_span(sp) or out.has_words(sp.text)):
             add(Missing("anti_repeat", "excluded", f"excluded:{bf_id('x', sp.text)}",

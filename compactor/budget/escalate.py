@@ -35,13 +35,13 @@ The dropped originals are saved in the store: the summary's first line carries t
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 from ..collapse.store import content_id
 from ..errors import BudgetError, CompactorError
 from ..models import Anchor, Diagnostic, Placeholder, Role, SegmentKind, Severity
 from ..normalize import normalize
+from ..segments import changed, segment_index
 from ..audit.common import is_request, newest_request
 from ..audit.selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
 from ..syntax import is_summary_text
@@ -655,6 +655,7 @@ def full_anchor(compactor, state) -> Anchor:
     segs = state.segments
     outcomes = state.outcomes
     none: tuple = ()
+    outs = list(map(outcomes.get, segment_index(getattr(state, "conversation", None), segs).ids))
 
     def spans_of(s) -> tuple:
         o = outcomes.get(s.id)
@@ -670,15 +671,13 @@ def full_anchor(compactor, state) -> Anchor:
         if same:
             # the same segment with the same Level 1 outcome object: nothing to compare; only the
             # segments where either differs are compared by content
-            cur = list(map(outcomes.get, [s.id for s in segs[:n]]))
-            if not (all(map(operator.is_, csegs, segs)) and all(map(operator.is_, couts, cur))):
-                for i in [i for i, (a, b, c, d) in enumerate(zip(csegs, segs, couts, cur)) if a is not b or c is not d]:
-                    s, c = segs[i], csegs[i]
-                    sp = spans_of(s)
-                    csp = tuple(couts[i].spans) if couts[i] is not None else none
-                    if (s is not c and _seg_key(s, sp) != _seg_key(c, csp)) or sp != csp:
-                        same = False
-                        break
+            for i in sorted({*changed(csegs, segs), *changed(couts, outs)}):
+                s, c = segs[i], csegs[i]
+                sp = spans_of(s)
+                csp = tuple(couts[i].spans) if couts[i] is not None else none
+                if (s is not c and _seg_key(s, sp) != _seg_key(c, csp)) or sp != csp:
+                    same = False
+                    break
         if same:
             rest = segs[n:]
             if not rest:
@@ -687,7 +686,7 @@ def full_anchor(compactor, state) -> Anchor:
     if anchor is None:
         anchor = build_anchor(segs, [sp for s in segs for sp in spans_of(s)], objective=state.config.objective)
     try:
-        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, list(map(outcomes.get, (s.id for s in segs))))
+        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, outs)
     except AttributeError:  # pragma: no cover - a compactor that does not take attributes
         pass
     return anchor
