@@ -26,7 +26,8 @@ from itertools import compress, repeat
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
-from .common import bf_id, content_words, last_assistant, newest_request, present, shorten, squash, word_set
+from .common import (bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten, squash,
+                     word_set)
 
 __all__ = ["Missing", "SelfCheckResult", "TextMemo", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state"]
 
@@ -69,6 +70,7 @@ class TextMemo:
         # that text is the one kept, the span is in the output
         self.found: dict[int, tuple[Span, str, str]] = {}
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
+        self._request: tuple[list[Segment], Segment | None] = ([], None)  # (segments seen, the newest request)
 
     def normalize(self, text: str) -> str:
         v = self.norm.get(text)
@@ -90,6 +92,20 @@ class TextMemo:
         if len(self.held) + len(self.found) > 64 * live + 4096:
             self.held.clear()
             self.found.clear()
+
+    def newest_request(self, segments: list[Segment]) -> Segment | None:
+        """:func:`newest_request` of ``segments``; while the segments seen last time are the first
+        ones (the same objects), only the new ones are looked at."""
+        old, req = self._request
+        n = len(old)
+        if n <= len(segments) and all(map(operator.is_, old, segments)):
+            new = newest_request(segments[n:])
+            if new is not None:
+                req = new
+        else:
+            req = newest_request(segments)
+        self._request = (list(segments), req)
+        return req
 
     def normalize_all(self, kept: dict[str, str]) -> dict[str, str]:
         """``{sid: normalize(text)}`` for every kept text (looked up in one pass; only texts not
@@ -209,9 +225,14 @@ class _Output:
     def has(self, text: str, prefix: int = _PREFIX, own: str | None = None) -> bool:
         """Is ``text`` in the output? ``own``: the id of the segment it comes from, looked at first
         (the squashed output holds every squashed segment whole, so a hit there is a hit)."""
+        if self.memo is not None:
+            n = self.memo.squash(text)
+            if own is not None and own in self.kept and present_squashed(n, self.memo.squash(self.kept[own]),
+                                                                         prefix=prefix):
+                return True
+            return present_squashed(n, self.squashed, prefix=prefix)
         if own is not None and own in self.kept:
-            part = self.memo.squash(self.kept[own]) if self.memo is not None else squash(self.kept[own])
-            if present(text, part, prefix=prefix):
+            if present(text, squash(self.kept[own]), prefix=prefix):
                 return True
         return present(text, self.squashed, prefix=prefix)
 
@@ -348,16 +369,17 @@ def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Ancho
     a = full_anchor or Anchor()
 
     # 1. continuity -----------------------------------------------------------------
-    req = newest_request(segments)
+    req = memo.newest_request(segments) if memo is not None else newest_request(segments)
     if req is not None and not out.has(req.text, prefix=300, own=req.id):
         add(Missing("continuity", "newest-request", f"newest-request:{req.step_id}", req.text, req.step_id))
     cursor = getattr(a, "cursor", None)
     intent_text = (getattr(cursor, "objective", "") or a.intent.current or a.intent.newest_request)
+    sq = memo.squash if memo is not None else squash  # (the memo's squash is squash, remembered)
     if req is not None:
-        rq = squash(req.text)
+        rq = sq(req.text)
         stale = False
         if a.intent.newest_request and len(rq) >= 15:
-            an = squash(a.intent.newest_request).rstrip("…").rstrip()
+            an = sq(a.intent.newest_request).rstrip("…").rstrip()
             stale = not (an[:_PREFIX] in rq or rq[:_PREFIX] in an)
         if not intent_text or stale:
             add(Missing("continuity", "intent", f"intent:{req.step_id}", req.text, req.step_id))
