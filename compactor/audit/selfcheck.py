@@ -289,7 +289,8 @@ def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) ->
     return out
 
 
-def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo | None = None) -> list[Span]:
+def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo | None = None,
+                    by_id: dict[str, Segment] | None = None) -> list[Span]:
     """The spans the evidence chain and anti-repeat checks hold the output to (seed 001's
     absolute protection zone), each in the role where it means what its family says:
 
@@ -303,8 +304,10 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
       secrets are not held.
 
     With a conversation's ``memo`` a span's verdict is kept while its segment is the same.
+    ``by_id``: ``{s.id: s for s in segments}`` when the caller holds it.
     """
-    by_id = {s.id: s for s in segments}
+    if by_id is None:
+        by_id = {s.id: s for s in segments}
     file_results: set[str] | None = None
     out: list[Span] = []
     held = memo.held if memo is not None else None

@@ -128,7 +128,8 @@ class _Escalation:
         self.fit_budget = fit_budget
         self.spans = state.spans()
         self.memo = _text_memo(compactor)  # the conversation's normalised texts (self-check)
-        self.protected = protected_spans(state.segments, self.spans, self.memo)
+        self.index = segment_index(getattr(state, "conversation", None), state.segments)
+        self.protected = protected_spans(state.segments, self.spans, self.memo, self.index.by_id)
         self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
         self._units: list[Unit] | None = None
         self._tok: dict[str, int] | None = None
@@ -556,7 +557,8 @@ class _Escalation:
         ``after`` are the totals of Level 1 and of the candidate (for the stages)."""
         st = self.state
         if cand is None:  # Level 1 only: the self-check on the raw output
-            kept = {s.id: st.texts[s.id] for s in st.segments}
+            ids = self.index.update(st.segments).ids
+            kept = dict(zip(ids, map(st.texts.__getitem__, ids)))
             res = run_selfcheck(st.segments, self.spans, self.full, kept, None, folded=False,
                                 protected=self.protected, memo=self.memo)
             anchor = apply_to_anchor(self.full, res.missing, self.full)
