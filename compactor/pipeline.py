@@ -90,6 +90,7 @@ class Conversation:
         self.span_memo = None  # the protected spans, per segment
         self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
         self.count_memo = None  # (the written texts, their token counts) of the last compaction
+        self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
 
 
 @dataclass
@@ -655,8 +656,13 @@ class Compactor:
                 anchor = memo[2]  # the anchor did not change since the last turn: nor did its bounded form
             else:
                 full = anchor
+                render_memo = None
+                if conv is not None:
+                    from .anchor.render import RenderMemo
+
+                    render_memo = conv.render_memo = conv.render_memo or RenderMemo()
                 anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self._count_pieces(),
-                                      lang=state.config.lang)
+                                      lang=state.config.lang, memo=render_memo)
                 if conv is not None:
                     conv.bound_memo = (key, full, anchor)
         state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
