@@ -20,7 +20,7 @@ import operator
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress
 from typing import Any, Callable
 
 from .collapse.level1 import Level1, SegmentOutcome
@@ -91,6 +91,7 @@ class Conversation:
         self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
         self.count_memo = None  # (the written texts, their token counts) of the last compaction
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
+        self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
 
 
 @dataclass
@@ -619,7 +620,7 @@ class Compactor:
         after = sum([c for sid, c in zip(ids, counts) if sid not in dropped] if dropped else counts)
         if state.summary:
             after += count(state.summary)
-        placeholders = _unique_placeholders(state.placeholders, state.dropped)
+        placeholders = _unique_placeholders(state.placeholders, state.dropped, conv)
         protected = state.spans_sorted()
         red = state.redactor
         if red is not None:
@@ -696,16 +697,26 @@ def _levels_available() -> list[int]:
     return [1, 2, 3]
 
 
-def _unique_placeholders(phs: list[Placeholder], dropped: set[str]) -> list[Placeholder]:
-    seen: set[tuple[str, str | None]] = set()
-    out = []
-    for p in phs:
-        k = (p.id, p.segment_id)
-        if k in seen or (p.segment_id in dropped):
-            continue
-        seen.add(k)
-        out.append(p)
-    return out
+def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conversation | None = None
+                         ) -> list[Placeholder]:
+    """Each placeholder once (by id and segment), none of a dropped segment, in order. With a
+    conversation the verdicts of the last call hold up to the first placeholder that changed."""
+    held = getattr(conv, "placeholder_memo", None)
+    k = 0
+    if held is not None and held[3] == dropped:
+        k = min([len(held[0]), len(phs), *changed(held[0], phs)[:1]])
+    keys, keep = (held[1][:k], held[2][:k]) if k else ([], [])
+    seen: set[tuple[str, str | None]] = set(compress(keys, keep))
+    for p in phs[k:]:
+        key = (p.id, p.segment_id)
+        ok = key not in seen and p.segment_id not in dropped
+        if ok:
+            seen.add(key)
+        keys.append(key)
+        keep.append(ok)
+    if conv is not None:
+        conv.placeholder_memo = (list(phs), keys, keep, frozenset(dropped))
+    return list(compress(phs, keep))
 
 
 def _unique_diags(diags: list[Diagnostic]) -> list[Diagnostic]:
