@@ -11,7 +11,10 @@ what was appended since the last call: messages are read once (OpenAI chat messa
 agents hold in memory; other layouts are re-read), each tool output is detected once (also when
 it leaves the recent window and collapses), the anchor is merged, not rebuilt, and the output is
 spliced: messages nothing changed in are shallow copies of what was appended (their nested
-values are shared: treat ``result.messages`` as read-only).
+values are shared: treat ``result.messages`` as read-only). The passes every compaction makes
+over the whole conversation (the self-check, the continuation check, the anchor's rendering for
+its size bound, the token count of the output, the report's spans and placeholders) start from
+what the previous compaction kept and look again only at what changed since.
 
 Without a budget the output equals ``Compactor.compact`` of the same messages under the same
 configuration (note that a session built from options collapses older outputs in batches of
