@@ -33,8 +33,9 @@ from .config import CompactorConfig, make_config
 from .errors import BudgetError
 from .formats import Document, Edits, load_document
 from .formats.base import put_text
-from .models import CompactionResult, SegmentKind
+from .models import CompactionResult
 from .pipeline import Compactor, Conversation, Plan, collapse_boundary
+from .segments import segment_index
 
 __all__ = ["SESSION_COLLAPSE_BATCH", "Session"]
 
@@ -125,7 +126,7 @@ class Session:
         comp = self.compactor
         plan = self._plan
         budget = config.budget
-        results = sum(1 for s in doc.segments if s.kind == SegmentKind.tool_result)
+        results = len(segment_index(self.conversation, doc.segments).results)
         if plan is not None and plan.config == config:
             state = comp.run_state(None, self.conversation, doc=doc, writer=writer, boundary=plan.boundary,
                                    plan=plan, **overrides)
