@@ -29,6 +29,7 @@ class SegmentIndex:
         self.ids: list[str] = []
         self.texts: list[str] = []  # each segment's original text
         self.by_id: dict[str, Segment] = {}  # the last segment of each id, as ``{s.id: s for s in segs}``
+        self.rebinds = 0  # how often an id already in ``by_id`` was given another segment
         self.results: list[Segment] = []  # every tool result, in order
         self.result_pos: dict[str, int] = {}  # tool result id -> its first position in ``results``
         self.live: list[Segment] = []  # tool results that are not harness text (``meta``)
@@ -47,6 +48,8 @@ class SegmentIndex:
         for s in segs[n:]:
             ids.append(s.id)
             texts.append(s.text)
+            if s.id in by_id:
+                self.rebinds += 1
             by_id[s.id] = s
             if s.kind == SegmentKind.tool_result:
                 pos.setdefault(s.id, len(results))

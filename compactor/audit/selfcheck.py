@@ -23,9 +23,11 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 from itertools import compress, repeat
+from typing import Any
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
+from ..segments import changed
 from .common import (bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten, squash,
                      word_set)
 
@@ -71,6 +73,7 @@ class TextMemo:
         self.found: dict[int, tuple[Span, str, str]] = {}
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
         self._request: tuple[list[Segment], Segment | None] = ([], None)  # (segments seen, the newest request)
+        self.protected: tuple | None = None  # protected_spans' last (spans, verdicts, volatile ones, map, version)
 
     def normalize(self, text: str) -> str:
         v = self.norm.get(text)
@@ -290,7 +293,7 @@ def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) ->
 
 
 def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo | None = None,
-                    by_id: dict[str, Segment] | None = None) -> list[Span]:
+                    by_id: dict[str, Segment] | None = None, version: Any = None) -> list[Span]:
     """The spans the evidence chain and anti-repeat checks hold the output to (seed 001's
     absolute protection zone), each in the role where it means what its family says:
 
@@ -304,23 +307,25 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
       secrets are not held.
 
     With a conversation's ``memo`` a span's verdict is kept while its segment is the same.
-    ``by_id``: ``{s.id: s for s in segments}`` when the caller holds it.
+    ``by_id``: ``{s.id: s for s in segments}`` when the caller holds it; ``version`` names that
+    map's state (a conversation's segment index: the same map, ids only added). With both and a
+    memo, the verdicts of the last call hold up to the first span that changed.
     """
     if by_id is None:
         by_id = {s.id: s for s in segments}
     file_results: set[str] | None = None
-    out: list[Span] = []
     held = memo.held if memo is not None else None
-    for sp in spans:
+
+    def judge(sp: Span) -> tuple[bool, bool]:
+        """(held to the output?, is the verdict the same next time while the span and its segment are?)"""
+        nonlocal file_results
         seg = by_id.get(sp.segment_id or "")
         if held is not None:
             hit = held.get(id(sp))
             if hit is not None and hit[0] is sp and hit[1] is seg:
-                if hit[2]:
-                    out.append(sp)
-                continue
+                return hit[2], True
         if seg is None or seg.meta or seg.role == Role.system or not sp.text.strip():
-            continue
+            return False, True
         fam = sp.family
         if fam in _EVIDENCE:
             ok = seg.role != Role.assistant
@@ -339,11 +344,28 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
                 ok = seg.id not in file_results
         else:
             ok = fam == "placeholder"
-        if held is not None and not (fam == "number" and seg.kind == SegmentKind.tool_result):
-            held[id(sp)] = (sp, seg, ok)  # (whether a result is a file read depends on its call: not kept)
-        if ok:
-            out.append(sp)
-    return out
+        # whether a result is a file read depends on its call: not kept
+        lasting = not (fam == "number" and seg.kind == SegmentKind.tool_result)
+        if held is not None and lasting:
+            held[id(sp)] = (sp, seg, ok)
+        return ok, lasting
+
+    k, flags, volatile = 0, [], []
+    last = memo.protected if memo is not None and version is not None else None
+    if last is not None and last[3] is by_id and last[4] == version:
+        k = min([len(last[0]), len(spans), *changed(last[0], spans)[:1]])
+        flags = last[1][:k]
+        volatile = [i for i in last[2] if i < k]
+        for i in volatile:
+            flags[i] = judge(spans[i])[0]
+    for i in range(k, len(spans)):
+        ok, lasting = judge(spans[i])
+        flags.append(ok)
+        if not lasting:
+            volatile.append(i)
+    if memo is not None and version is not None:
+        memo.protected = (list(spans), flags, volatile, by_id, version)
+    return list(compress(spans, flags))
 
 
 def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Anchor | None,

@@ -129,7 +129,8 @@ class _Escalation:
         self.spans = state.spans()
         self.memo = _text_memo(compactor)  # the conversation's normalised texts (self-check)
         self.index = segment_index(getattr(state, "conversation", None), state.segments)
-        self.protected = protected_spans(state.segments, self.spans, self.memo, self.index.by_id)
+        self.protected = protected_spans(state.segments, self.spans, self.memo, self.index.by_id,
+                                         version=self.index.rebinds)
         self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
         self._units: list[Unit] | None = None
         self._tok: dict[str, int] | None = None
