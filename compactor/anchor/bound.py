@@ -88,7 +88,17 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
         from ..tokens import get_counter
 
         count = get_counter().count
-    if count(to_markdown(a, lang, memo)) <= max_tokens:
+    md = to_markdown(a, lang, memo)
+    if memo is not None:
+        last = memo.counted  # the rendering is often the same as the last turn's: so is its count
+        if last is not None and last[0] is count and last[1] == md:
+            n = last[2]
+        else:
+            n = count(md)
+            memo.counted = (count, md, n)
+    else:
+        n = count(md)
+    if n <= max_tokens:
         return a if not a.overflow else a.model_copy(update={"overflow": []})
     rows = render_lines(a, lang)
     cost: dict[str, int] = {}

@@ -154,6 +154,7 @@ class RenderMemo:
 
     def __init__(self) -> None:
         self.sections: dict[tuple[str, str], tuple[tuple, list[tuple[str, str, str]]]] = {}
+        self.counted: tuple | None = None  # (the count function, a rendering, its count): the size bound's
 
 
 def _same_deps(a: tuple, b: tuple) -> bool:
