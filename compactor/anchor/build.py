@@ -32,9 +32,11 @@ from ..models import (
     Segment,
     SegmentKind,
     Span,
+    ToolCall,
     UserConstraint,
 )
 from ..codeview import View, call_kind, classify, split_commands
+from ..formats.calls import call_of
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
@@ -179,17 +181,13 @@ def _revises(prev: IntentItem | None, text: str) -> bool:
 _REPLACES = C.regex.compile(r"(?i)\b(?:instead|rather than|not|no longer)\b|而不是|改成|改为|换成|不要")
 
 
-def _finish_message(text: str) -> str:
+def _finish_message(text: str, call: ToolCall | None) -> str:
+    """The final message of a finishing call: its message-like arguments when its text is JSON
+    (the arguments, or a command made of them), else the text."""
     t = text.strip()
-    if t.startswith("{"):
-        try:
-            import json
-
-            d = json.loads(t)
-            if isinstance(d, dict):
-                return " ".join(str(v) for k, v in d.items() if isinstance(v, str) and k in ("message", "thought", "summary", "result", "text"))
-        except ValueError:
-            return t
+    if t.startswith("{") and call is not None and call.arguments is not None:
+        d = call.arguments
+        return " ".join(str(v) for k, v in d.items() if isinstance(v, str) and k in ("message", "thought", "summary", "result", "text"))
     return t
 
 
@@ -876,12 +874,13 @@ class _State:
         self.awaiting = []
         self.acted = True
         self.answered = True
+        call = call_of(seg)
         name = (seg.tool_name or "").lower()
         cmd0 = (seg.command or raw or "").strip()
         if name in _FINISH_TOOLS or cmd0 in _FINISH_TOOLS or "COMPLETE_TASK_AND_SUBMIT" in cmd0:
             self.finished = True
-            self._final_message(_finish_message(seg.command or raw), step)
-        eff = call_effects(seg.tool_name, raw, seg.command, self.open_file)
+            self._final_message(_finish_message(seg.command or raw, call), step)
+        eff = call_effects(call, self.open_file)
         if seg.command and not eff.ops and eff.kind in ("other", "shell"):
             _editor_verb_call(eff, seg.tool_name or "", seg.command, raw)
         commit = ""

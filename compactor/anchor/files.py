@@ -1,6 +1,7 @@
 """What a tool call did to files and to the environment, read from its arguments.
 
-:func:`call_effects` looks at one tool call (its tool name, its argument text, its command) and
+:func:`call_effects` looks at one typed tool call (:class:`~compactor.models.ToolCall`: its tool
+name, its parsed arguments, its command, as the reader found them) and
 returns the files it read / wrote / deleted and whether it changed state otherwise (package
 installs, git commits, ...). It understands:
 
@@ -20,11 +21,12 @@ Only what the arguments say is reported; a script that writes files from inside 
 
 from __future__ import annotations
 
-import json
 import shlex  # noqa: F401  (shlex.join for argv lists)
 from dataclasses import dataclass, field
 
 import regex
+
+from ..models import ToolCall
 
 __all__ = ["CallEffects", "call_effects", "looks_like_file", "norm_path", "shell_effects"]
 
@@ -158,17 +160,6 @@ def _new_lines(old: object, new: object, n: int = _NEW_LINES_CHARS) -> str:
     return " ⏎ ".join(out)
 
 
-def _parse_args(text: str) -> dict | None:
-    t = text.lstrip()
-    if not t.startswith("{"):
-        return None
-    try:
-        v = json.loads(t)
-    except (ValueError, RecursionError):
-        return None
-    return v if isinstance(v, dict) else None
-
-
 def _command_text(value: object) -> str | None:
     """A shell command from a ``command`` argument: a string, or an argv list (``["bash", "-lc", "..."]``)."""
     if isinstance(value, str):
@@ -180,15 +171,15 @@ def _command_text(value: object) -> str | None:
     return None
 
 
-def call_effects(tool_name: str | None, text: str, command: str | None, open_file: str = "") -> CallEffects:
+def call_effects(call: ToolCall, open_file: str = "") -> CallEffects:
     """Effects of one tool call. ``open_file`` is the file an editor-style agent has open."""
-    name = _norm_name(tool_name)
-    args = _parse_args(text) if text else None
+    name = _norm_name(call.name)
+    args = call.arguments
     eff = CallEffects()
     if args is not None:
         _json_call(eff, name, args, open_file)
         return eff
-    cmd = command if command else text
+    cmd = call.command if call.command else call.raw
     if not cmd:
         return eff
     first = cmd.strip().split(None, 1)[0] if cmd.strip() else ""

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Hashable, Iterable
 
 from ..errors import InputError
-from ..models import Diagnostic, Segment
+from ..models import Diagnostic, Segment, SegmentKind
+from .calls import NOT_JSON, make_call, parse_arguments
 
 __all__ = [
     "LayoutState",
@@ -186,16 +187,13 @@ def command_from_arguments(arguments: Any) -> str | None:
 
 @lru_cache(maxsize=8192)
 def _command_from_string(arguments: str) -> str | None:
-    return _command_from(arguments)
+    args = parse_arguments(arguments)
+    if args is NOT_JSON:
+        return arguments[:2000] or None
+    return _command_from(args)
 
 
-def _command_from(arguments: Any) -> str | None:
-    args = arguments
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except (json.JSONDecodeError, RecursionError):
-            return args[:2000] or None
+def _command_from(args: Any) -> str | None:
     if isinstance(args, dict):
         for key in ("command", "cmd", "code", "query", "path", "file_path", "pattern", "url"):
             v = args.get(key)
@@ -227,7 +225,11 @@ def make_segment(**kw: Any) -> Segment:
     Real files hold odd values (a list where a string id was expected, a bool exit code); a
     reader must not crash on them, so ids/names/commands that are not strings become None,
     exit codes must be ints, error flags bools.
+
+    A ``tool_call`` segment gets its typed call (:func:`~.calls.make_call`): ``arguments=`` passes
+    the JSON value the reader serialised the text from (it is then not parsed again).
     """
+    arguments = kw.pop("arguments", NOT_JSON)
     for key in ("call_id", "tool_name", "command"):
         v = kw.get(key)
         if v is not None and not isinstance(v, str):
@@ -239,6 +241,8 @@ def make_segment(**kw: Any) -> Segment:
         kw["is_error"] = None
     if not isinstance(kw.get("text"), str):
         kw["text"] = "" if kw.get("text") is None else json.dumps(kw["text"], ensure_ascii=False, default=str)
+    if kw.get("kind") in _CALL_KINDS and "call" not in kw:
+        kw["call"] = make_call(kw.get("tool_name"), kw["text"], kw.get("command"), arguments)
     seg = Segment.model_validate(kw)
     # Segments are frozen: the set of fields given is never changed in place (copies copy it), so
     # segments given the same fields share one set (half the size of a segment without its text)
@@ -250,6 +254,7 @@ def make_segment(**kw: Any) -> Segment:
 
 
 _FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
+_CALL_KINDS = (SegmentKind.tool_call, "tool_call")
 
 
 def put_text(data: Any, path: tuple[str | int, ...], text: str) -> bool:

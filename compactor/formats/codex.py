@@ -29,6 +29,7 @@ import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
+from .calls import NOT_JSON, parse_arguments
 from .base import (
     CallIndex,
     Document,
@@ -69,9 +70,8 @@ def exit_code_of(text: str) -> int | None:
 def _command(args: Any) -> str | None:
     obj = args
     if isinstance(args, str):
-        try:
-            obj = json.loads(args)
-        except (json.JSONDecodeError, RecursionError):
+        obj = parse_arguments(args)
+        if obj is NOT_JSON:
             return command_from_arguments(args)
     if isinstance(obj, dict):
         cmd = obj.get("command") if "command" in obj else obj.get("cmd")

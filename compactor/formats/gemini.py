@@ -134,7 +134,8 @@ class GeminiFormat(Format):
                 segments.append(make_segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
                                         role=Role.assistant, kind=SegmentKind.tool_call, text=text,
                                         call_id=call_id, tool_name=name, command=cmd,
-                                        origin=(i, "parameters") if "parameters" in rec else ()))
+                                        origin=(i, "parameters") if "parameters" in rec else (),
+                                        **({"arguments": params} if isinstance(params, dict) else {})))
                 calls.add_call(call_id, f"m{i}", step=st, name=name, cmd=cmd)
             elif rtype == "tool_result":
                 prev_side = "tool"

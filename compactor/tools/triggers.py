@@ -34,6 +34,7 @@ from typing import Any
 import regex
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..formats.calls import call_of
 from ..models import Role, Segment, SegmentKind
 from ..normalize import normalize
 from ..syntax import is_summary_text
@@ -135,18 +136,13 @@ def _call_key(seg: Segment) -> str:
     """What makes two calls 'the same': the normalised command plus the other arguments (an
     editor call's path, old and new text), ignoring incidental ones (timeouts, thoughts)."""
     key = _norm_command(seg.command or "")
-    text = seg.text.strip()
-    if text and text != (seg.command or "").strip() and text[:1] == "{":
-        try:
+    args = call_of(seg).arguments
+    if args is not None and seg.text.strip() != (seg.command or "").strip():
+        rest = {k: v for k, v in args.items() if k not in _ARG_NOISE and v != seg.command}
+        if rest:
             import json
 
-            args = json.loads(text)
-        except (ValueError, RecursionError):
-            args = None
-        if isinstance(args, dict):
-            rest = {k: v for k, v in args.items() if k not in _ARG_NOISE and v != seg.command}
-            if rest:
-                key += " " + json.dumps(rest, sort_keys=True, ensure_ascii=False)
+            key += " " + json.dumps(rest, sort_keys=True, ensure_ascii=False)
     return key
 
 
