@@ -183,7 +183,7 @@ class AnthropicFormat(Format):
             if not only_results:
                 step += 1
             reader.content(i, msg["role"], content, (*base, i), max(step, 1))
-        doc = Document(self.name, data, reader.segments, probe.raw.source)
+        doc = self.new_document(data, reader.segments, probe.raw.source)
         doc.state.base = base
         doc.state.pairs = reader.calls.pairs
         return doc

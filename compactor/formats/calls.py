@@ -27,7 +27,8 @@ VOCABULARY_PATH = Path(__file__).with_name("tools.toml")
 NOT_JSON: Any = object()  # what parse_arguments returns for a text that is not JSON
 
 _KINDS = {k.value: k for k in CallKind}
-_FIELDS = {"names", "harnesses", "kind", "path_keys", "command_keys", "verb_key", "verbs", "command_path", "patch_keys"}
+_FIELDS = {"names", "harnesses", "kind", "path_keys", "command_keys", "verb_key", "verbs", "command_path", "patch_keys",
+           "keys_are_paths"}
 
 
 def parse_arguments(text: str) -> Any:
@@ -54,7 +55,7 @@ class ToolSpec:
     """One ``[[tool]]`` entry of the vocabulary (checked)."""
 
     __slots__ = ("names", "harnesses", "kind", "path_keys", "command_keys", "verb_key", "verbs", "command_path",
-                 "patch_keys")
+                 "patch_keys", "keys_are_paths")
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.names: tuple[str, ...] = tuple(data["names"])
@@ -66,6 +67,7 @@ class ToolSpec:
         self.verbs: dict[str, CallKind] = {v: _KINDS[k] for v, k in data.get("verbs", {}).items()}
         self.command_path: bool = bool(data.get("command_path", False))
         self.patch_keys: tuple[str, ...] = tuple(data.get("patch_keys", ()))
+        self.keys_are_paths: bool = bool(data.get("keys_are_paths", False))
 
 
 class Vocabulary:
@@ -125,8 +127,9 @@ def check_vocabulary(raw: Any, source: str) -> list[str]:
                 problems.append(f"{label}.{key}: must be a list of non-empty strings")
         if "verb_key" in t and not (isinstance(t["verb_key"], str) and t["verb_key"]):
             problems.append(f"{label}.verb_key: must be a non-empty string")
-        if "command_path" in t and not isinstance(t["command_path"], bool):
-            problems.append(f"{label}.command_path: must be true or false")
+        for key in ("command_path", "keys_are_paths"):
+            if key in t and not isinstance(t[key], bool):
+                problems.append(f"{label}.{key}: must be true or false")
         verbs = t.get("verbs")
         if verbs is not None:
             if not isinstance(verbs, dict):
@@ -199,10 +202,12 @@ def _patch_paths(patch: str) -> list[str]:
 
 
 def make_call(name: str | None, raw: str, command: str | None, arguments: Any = NOT_JSON,
-              vocab: Vocabulary | None = None) -> ToolCall:
+              vocab: Vocabulary | None = None, verb: str | None = None, paths: tuple[str, ...] = ()) -> ToolCall:
     """The typed call of one tool call: ``raw`` is its argument text as in the input,
     ``command`` what the reader took as its command, ``arguments`` the already parsed value of
-    ``raw`` when the reader holds it (the JSON it serialised ``raw`` from), else parsed here."""
+    ``raw`` when the reader holds it (the JSON it serialised ``raw`` from), else parsed here.
+    ``verb`` and ``paths`` are what the layout says of a call whose text is not its arguments
+    (an OpenHands V0 action's type and path), used when the arguments do not say."""
     if arguments is NOT_JSON:
         text = raw.lstrip()
         arguments = parse_arguments(text) if text[:1] == "{" else NOT_JSON
@@ -211,31 +216,38 @@ def make_call(name: str | None, raw: str, command: str | None, arguments: Any = 
     if spec is None:
         return ToolCall(name, CallKind.other, (), command, args, raw)
     kind = spec.kind
-    paths: list[str] = []
+    given = verb
+    paths_list: list[str] = []
     if args is not None:
         for key in spec.path_keys:
             v = args.get(key)
             if isinstance(v, str) and v.strip():
-                paths.append(v.strip())
+                paths_list.append(v.strip())
             elif isinstance(v, list):
-                paths.extend(x.strip() for x in v if isinstance(x, str) and x.strip())
+                paths_list.extend(x.strip() for x in v if isinstance(x, str) and x.strip())
         if command is None:
             command = next((c for c in (_command_value(args.get(k)) for k in spec.command_keys) if c), None)
         verb = args.get(spec.verb_key) if spec.verb_key else None
         for key in spec.patch_keys:
             v = args.get(key)
             if isinstance(v, str) and "*** " in v:
-                paths.extend(_patch_paths(v))
-    else:
+                paths_list.extend(_patch_paths(v))
+        if spec.keys_are_paths and not paths_list:
+            paths_list.extend(k for k, v in args.items() if isinstance(v, dict) and k.strip())
+    elif given is None:
         words = (command or "").split(None, 2)
         verb = words[0] if words and (spec.verb_key or spec.verbs) else None
         if spec.command_path and len(words) >= 2:
-            paths.append(words[1].strip("'\""))
+            paths_list.append(words[1].strip("'\""))
         if spec.patch_keys and "*** " in raw:
-            paths.extend(_patch_paths(raw))
+            paths_list.extend(_patch_paths(raw))
+    if not isinstance(verb, str) or verb not in spec.verbs:
+        verb = given
     if isinstance(verb, str) and verb in spec.verbs:
         kind = spec.verbs[verb]
-    return ToolCall(name, kind, tuple(dict.fromkeys(paths)), command, args, raw)
+    if not paths_list:
+        paths_list.extend(p for p in paths if p)
+    return ToolCall(name, kind, tuple(dict.fromkeys(paths_list)), command, args, raw)
 
 
 def call_of(segment: Any) -> ToolCall:
