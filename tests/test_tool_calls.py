@@ -319,3 +319,28 @@ def test_state_classes_are_distinct_per_layout_that_needs_one() -> None:
     own = {n for n, s in names.items() if s is not LayoutState}
     assert own >= {"aider", "claude-code", "codex", "codex-tui", "gemini-cli", "openhands", "steps", "swe-agent"}
     assert len({names[n] for n in own}) == len(own)
+
+
+# --------------------------------------------------------------------------- one vocabulary downstream
+
+def test_anchor_and_triggers_take_tool_names_from_the_vocabulary() -> None:
+    from compactor.anchor.files import call_effects
+    from compactor.tools.triggers import should_compact
+
+    # a shell known only by the vocabulary's list of other agents' shells
+    eff = call_effects(make_call("run_terminal_cmd", json.dumps({"command": "rm old.py && touch new.py"}), None))
+    assert eff.kind == "shell" and sorted(eff.ops) == [("new.py", "write"), ("old.py", "deleted")]
+    # a file editor of the vocabulary, with a sub-command
+    eff = call_effects(make_call("text_editor_20250124", json.dumps({"command": "view", "path": "a/b.py"}), None))
+    assert (eff.kind, eff.ops) == ("read", [("a/b.py", "read")])
+    assert vocabulary().spec("search_file_content").kind is CallKind.search
+    # Gemini's search tool repeated: the triggers see a repeated search (by the call's kind)
+    lines = [{"type": "message", "role": "user", "content": "find where the total is computed"}]
+    for i in range(4):
+        lines.append({"type": "tool_use", "tool_name": "search_file_content", "tool_id": f"s{i}",
+                      "parameters": {"pattern": "def total", "path": "src"}})
+        lines.append({"type": "tool_result", "tool_id": f"s{i}", "status": "success", "output": "src/a.py:3"})
+    text = "".join(json.dumps(x) + "\n" for x in lines)
+    decision = should_compact(text, repeat_threshold=3)
+    assert any(r.code == "repeat-search" for r in decision.reasons), decision.reasons
+    assert not any(r.code == "repeat-command" for r in decision.reasons)

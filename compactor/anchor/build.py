@@ -16,6 +16,7 @@ from typing import Any
 from ..models import (
     Anchor,
     AnchorCursor,
+    CallKind,
     ChangeMade,
     Decision,
     Evidence,
@@ -36,7 +37,7 @@ from ..models import (
     UserConstraint,
 )
 from ..codeview import View, call_kind, classify, split_commands
-from ..formats.calls import call_of
+from ..formats.calls import call_of, vocabulary
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
@@ -84,6 +85,7 @@ def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span]
 
 _CHAT_COMMAND = C.regex.compile(r"^\s*/([a-z][a-z-]{1,20})(?:\s+|$)")
 _REQUEST_COMMANDS = frozenset({"ask", "code", "architect", "copy-context", "context", "help"})
+_VOCAB = vocabulary()
 _FINISH_TOOLS = frozenset({"submit", "finish", "attempt_completion", "task_complete", "complete_task", "done"})
 # where a task statement ends and the harness's instructions begin
 _HARNESS_PART = C.regex.compile(
@@ -810,7 +812,7 @@ class _State:
         changed (files written by a shell here-document or a script, files the editor created)."""
         for path, created, deleted, removed, added in _parse_diff(text):
             p = self._canon(path)
-            described = any(p in c.files and c.tool and c.tool not in _SHELL_TOOLS and "`" in c.description
+            described = any(p in c.files and c.tool and not _VOCAB.is_kind(c.tool, CallKind.shell) and "`" in c.description
                             for c in self.changes.values())
             if described:
                 continue
@@ -1394,7 +1396,6 @@ _ADDED_BLOCK = C.regex.compile(r"^Added \S+ to the chat[ \t]*(?:\nAdded \S+ to t
 _CWD = C.regex.compile(r"<cwd>[^<\n]+</cwd>")
 _GAVE_UP = C.regex.compile(r"(?i)^(?:it seems (?:that )?)?(?:I (?:am|was) )?(?:unable to|could not|couldn't|was not able to|failed to)\b|无法|未能")
 _APPLIED_EDIT = C.regex.compile(r"^Applied edit to (\S+?)\s*$", C.regex.M)
-_SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command", "Bash"})
 _DIFF_FILE = C.regex.compile(r"^\+\+\+ (\S+)|^--- (\S+)")
 _HUNK = C.regex.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 _DIFF_CHARS = 300

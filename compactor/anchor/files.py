@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import regex
 
-from ..models import ToolCall
+from ..formats.calls import vocabulary
+from ..models import CallKind, ToolCall
 
 __all__ = ["CallEffects", "call_effects", "looks_like_file", "norm_path", "shell_effects"]
 
@@ -105,11 +106,10 @@ def _norm_name(name: str | None) -> str:
     return _NON_ALNUM.sub("", (name or "").lower())
 
 
-_EDITOR = {"strreplaceeditor", "fileeditor", "strreplacebasededittool", "texteditor", "edittool",
-           "texteditor20250124", "strreplaceeditortool", "editor"}
-_SHELL = {"bash", "executebash", "shell", "runshellcommand", "terminal", "execcommand", "localshell",
-          "run", "runcommand", "cmdrun", "executecommand", "sh", "zsh", "powershell", "containerexec", "shellcommand",
-          "bashtool", "executeshell", "runterminalcmd"}
+# file editors and shells: the harnesses' tool vocabulary (compactor/formats/tools.toml); the
+# finer tables below say what a file tool does to its file (reads, writes, changes, deletes)
+_EDITOR = vocabulary().keys(editors=True)
+_SHELL = vocabulary().keys(CallKind.shell)
 _READ_TOOLS = {"read", "readfile", "view", "viewfile", "open", "openfile", "cat", "notebookread", "readmanyfiles"}
 _WRITE_TOOLS = {"write", "writefile", "create", "createfile", "writetofile", "newfile"}
 _EDIT_TOOLS = {"edit", "multiedit", "replace", "editfile", "notebookedit", "insert", "append", "strreplace",

@@ -86,6 +86,17 @@ class Vocabulary:
         k = _KINDS[kind] if isinstance(kind, str) else kind
         return frozenset(n for s in self.specs if s.kind is k for n in s.names)
 
+    def keys(self, kind: CallKind | str | None = None, *, editors: bool = False) -> frozenset[str]:
+        """The normalised names (:func:`norm_tool_name`) of one kind's tools, or of the file
+        editors (tools whose sub-command argument picks what they do)."""
+        k = _KINDS[kind] if isinstance(kind, str) else kind
+        return frozenset(norm_tool_name(n) for s in self.specs
+                         if (k is None or s.kind is k) and (not editors or s.verb_key) for n in s.names)
+
+    def is_kind(self, name: str | None, kind: CallKind) -> bool:
+        spec = self.spec(name)
+        return spec is not None and spec.kind is kind
+
 
 def _is_str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) and x for x in v)
