@@ -21,12 +21,12 @@ Only what the arguments say is reported; a script that writes files from inside 
 
 from __future__ import annotations
 
-import shlex  # noqa: F401  (shlex.join for argv lists)
+import shlex
 from dataclasses import dataclass, field
 
 import regex
 
-from ..formats.calls import vocabulary
+from ..formats.calls import command_value, vocabulary
 from ..models import CallKind, ToolCall
 
 __all__ = ["CallEffects", "call_effects", "looks_like_file", "norm_path", "shell_effects"]
@@ -160,17 +160,6 @@ def _new_lines(old: object, new: object, n: int = _NEW_LINES_CHARS) -> str:
     return " ⏎ ".join(out)
 
 
-def _command_text(value: object) -> str | None:
-    """A shell command from a ``command`` argument: a string, or an argv list (``["bash", "-lc", "..."]``)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
-        if len(value) >= 3 and value[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and value[1] in ("-c", "-lc", "-ic"):
-            return value[2]
-        return shlex.join(value)
-    return None
-
-
 def call_effects(call: ToolCall, open_file: str = "") -> CallEffects:
     """Effects of one tool call. ``open_file`` is the file an editor-style agent has open."""
     name = _norm_name(call.name)
@@ -280,7 +269,7 @@ def _json_call(eff: CallEffects, name: str, args: dict, open_file: str) -> None:
             eff.add(path, DELETE)
             eff.action = f"delete {norm_path(path)}"
         return
-    cmd = _command_text(args.get("command")) or _command_text(args.get("cmd"))
+    cmd = command_value(args.get("command")) or command_value(args.get("cmd"))
     if cmd is not None and (name in _SHELL or not path):
         eff.kind = "shell"
         eff.action = _first_line(cmd)

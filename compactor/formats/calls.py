@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import RuleError
 from ..models import CallKind, ToolCall
 
-__all__ = ["VOCABULARY_PATH", "NOT_JSON", "ToolSpec", "Vocabulary", "call_of", "load_vocabulary", "make_call", "norm_tool_name",
+__all__ = ["VOCABULARY_PATH", "NOT_JSON", "ToolSpec", "Vocabulary", "call_of", "command_value", "load_vocabulary", "make_call", "norm_tool_name",
            "parse_arguments", "vocabulary"]
 
 VOCABULARY_PATH = Path(__file__).with_name("tools.toml")
@@ -192,7 +192,9 @@ def vocabulary() -> Vocabulary:
 
 # --------------------------------------------------------------------------- building calls
 
-def _command_value(value: Any) -> str | None:
+def command_value(value: Any) -> str | None:
+    """A shell command from an argument: a string, or an argv list (``["bash", "-lc", "..."]``
+    gives the script, any other list its shell-quoted join)."""
     if isinstance(value, str):
         return value or None
     if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
@@ -237,7 +239,7 @@ def make_call(name: str | None, raw: str, command: str | None, arguments: Any = 
             elif isinstance(v, list):
                 paths_list.extend(x.strip() for x in v if isinstance(x, str) and x.strip())
         if command is None:
-            command = next((c for c in (_command_value(args.get(k)) for k in spec.command_keys) if c), None)
+            command = next((c for c in (command_value(args.get(k)) for k in spec.command_keys) if c), None)
         verb = args.get(spec.verb_key) if spec.verb_key else None
         for key in spec.patch_keys:
             v = args.get(key)
