@@ -116,6 +116,20 @@ def _own_words(text: str) -> tuple[str, str]:
     return own, issue
 
 
+def harness_start(text: str) -> int | None:
+    """Where the harness's instructions appended to a task begin: the first harness heading
+    (``<instructions>``, ``INSTRUCTIONS:``, ``## Environment``, ...) that is not inside a pasted
+    issue / PR block opened before it. None when the text has none (a user's own message)."""
+    hits = list(_HARNESS_PART.finditer(text))
+    if not hits:
+        return None
+    blocks = [(b.start(), b.end()) for b in _ISSUE_BLOCK.finditer(text)] if "<" in text or "ISSUE:" in text else []
+    for m in hits:
+        if not any(a < m.start() < b for a, b in blocks):
+            return m.start()
+    return None
+
+
 _EDITOR_VERB = C.regex.compile(r"^(view|create|str_replace|insert|undo_edit)\s+(\S+)\s*$")
 _EDITOR_NAMES = frozenset({"str_replace_editor", "file_editor", "edit_file", "editor", "str_replace_based_edit_tool"})
 
