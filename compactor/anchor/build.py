@@ -83,14 +83,8 @@ def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span]
 _CHAT_COMMAND = C.regex.compile(r"^\s*/([a-z][a-z-]{1,20})(?:\s+|$)")
 _REQUEST_COMMANDS = frozenset({"ask", "code", "architect", "copy-context", "context", "help"})
 _FINISH_TOOLS = frozenset({"submit", "finish", "attempt_completion", "task_complete", "complete_task", "done"})
-# where a task statement ends and the harness's instructions begin
-_HARNESS_PART = C.regex.compile(
-    r"^[ \t]*(?:INSTRUCTIONS:|<instructions>|#+ *Task Instructions|NOTE ABOUT THE EDIT COMMAND|IMPORTANT TIPS:|"
-    r"#+ *Environment\b|\*\*CRITICAL|<IMPORTANT>|Remember, YOU|Follow these steps to resolve the issue|"
-    r"Can you help me implement the necessary changes|Your task is to make the minimal changes|"
-    r"I've already taken care of all changes to any of the test files|--- DEMONSTRATION ---)",
-    C.regex.M,
-)
+# where a task statement ends and the harness's instructions begin (rules/cue/cue.harness-part.toml)
+_HARNESS_PART = C.HARNESS_PART
 # a pasted issue / PR text: the reporter's prose, not the user's constraints
 _ISSUE_BLOCK = C.regex.compile(
     r"<(issue_description|pr_description|issue)>.*?(?:</\1>|\Z)|^ISSUE:\n.*?(?=^INSTRUCTIONS:|\Z)", C.regex.S | C.regex.M)

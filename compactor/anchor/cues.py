@@ -50,6 +50,15 @@ CONSTRAINT = regex.compile(
     I,
 )
 
+# where a harness's instruction template begins after the task it wraps
+HARNESS_PART = regex.compile(
+    r"^[ \t]*(?:INSTRUCTIONS:|<instructions>|#+ *Task Instructions|NOTE ABOUT THE EDIT COMMAND|IMPORTANT TIPS:|"
+    r"#+ *Environment\b|\*\*CRITICAL|<IMPORTANT>|Remember, YOU|Follow these steps to resolve the issue|"
+    r"Can you help me implement the necessary changes|Your task is to make the minimal changes|"
+    r"I've already taken care of all changes to any of the test files|--- DEMONSTRATION ---)",
+    regex.M,
+)
+
 # a recommendation that does not bind (no must / do not / only / ...): a harness's "you should ..."
 ADVISORY = regex.compile(
     r"^(?!.*\b(?:must|mustn't|do not|don't|dont|never|only|at least|at most|no more than|avoid|ensure|make sure|without|"
@@ -284,6 +293,7 @@ _RULE_OF = {
     "cue.ack": "ACK", "cue.confirm": "CONFIRM", "cue.assumption": "ASSUMPTION", "cue.question": "QUESTION_CUE",
     "cue.hedge": "HEDGE", "cue.next-step": "NEXT_STEP", "cue.finished": "FINISHED", "cue.asks-user": "ASKS_USER",
     "cue.chrome-fact": "CHROME_FACT", "cue.advisory": "ADVISORY",
+    "cue.harness-part": "HARNESS_PART",
 }
 _CUE_KEY = {"DECISION": "decision", "DEAD_END": "dead_end", "CONSTRAINT": "constraint", "QUESTION_CUE": "question",
             "ASSUMPTION": "assumption", "NEXT_STEP": "next_step", "HEDGE": "hedge", "RELAX": "relax"}
