@@ -5,10 +5,12 @@ because the protected evidence alone is larger. A budget is a contract, so prote
 order of priority instead of a reason to refuse:
 
 1. the newest user request and the user constraints (verbatim). A long request that does not fit
-   whole is kept in its place as its opening lines plus every line that holds a constraint, an
-   error, a trace line or a ``file:line``, each gap marked ``[… N lines]`` and the whole request
-   one reference away (``[the whole request: expand c-…]``); the whole request is the first thing
-   put back when the budget allows it;
+   whole is kept in its place as the task's opening plus every line of the task that holds a
+   constraint, an error, a trace line or a ``file:line``, and of the harness's template appended
+   to it only the lines that bind (:func:`condense_request`), each gap marked ``[…]`` and the
+   whole request one reference away (``[the whole request: expand c-…]``); the whole request is
+   the first thing put back when the budget allows it (the harness's recommendations alone come
+   with the rest, priority 6);
 2. live evidence: the latest failure's error line, trace header, innermost frames with
    ``file:line``, exit code, final summary line and its other error lines, lines that differ
    only in numbers told once with their count (``… (+44 more like it, differing in numbers)``);
@@ -27,7 +29,7 @@ so ``compactor expand`` gives every cut text back exactly. The report lists what
 priority (``Report.cut``).
 
 The floor — the smallest output the ladder can write — is the newest request (condensed, when it
-is long), the user constraints and the live error's header line (plus the one-line reference
+is long: the task and the lines that bind), the user constraints and the live error's header line (plus the one-line reference
 marker). Below it the
 budget cannot be met and :class:`~compactor.errors.BudgetError` names the floor.
 """
