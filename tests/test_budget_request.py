@@ -360,3 +360,24 @@ def test_corpus_pvlib_keeps_the_quoted_warnings_constraint_at_15_percent(corpus,
     ref = re.search(r"\[the whole request: expand (c-[0-9a-f]{16})\]", text).group(1)
     whole = next(s.text for s in doc.segments if s.role.value == "user" and "pr_description" in s.text)
     assert comp.expand(ref) == whole
+
+
+def test_evidence_after_a_harness_heading_is_never_cut():
+    """A user's own message can have an "## Environment" heading (the harness rule's mark): what
+    follows it is read as template, but its errors, traces and file:line lines stay, and only its
+    recommendations and prose are cut."""
+    from compactor.anchor.build import harness_start
+
+    text = "\n".join(["Please fix the invoice rounding bug.", "## Environment", "python 3.11 on linux"]
+                     + FILLER[:25] + ["You should run the tests with -x.", "Traceback (most recent call last):",
+                                      '  File "billing/round.py", line 88, in round_amount',
+                                      "ValueError: cannot round 12.5 to 0 decimals"])
+    at = harness_start(text)
+    assert at == text.index("## Environment")
+    short = condense_request(text, Compactor().detector.detect(text, role="user").spans, "c-0123456789abcdef",
+                             harness_at=at)
+    lines = short.split("\n")
+    for want in ("Traceback (most recent call last):", '  File "billing/round.py", line 88, in round_amount',
+                 "ValueError: cannot round 12.5 to 0 decimals"):
+        assert want in lines, want
+    assert "You should run the tests with -x." not in lines and not any("Background note 3" in ln for ln in lines)

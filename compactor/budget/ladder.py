@@ -269,16 +269,15 @@ def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en", *
 
     - its opening: the task's first lines up to about ``_HEAD_CHARS`` characters (the line that
       runs past that keeps its start, cut at a space, and ends in ``[…]``);
-    - every other line of the task that holds a constraint (a constraint span, or a sentence the
-      anchor's constraint cue recognises: "pass X to keep the old behavior"), an error, a trace
-      line or a ``file:line``: whole when it is short, else only those pieces, verbatim, joined
-      by ``[…]``;
-    - of the harness's instructions appended to the task (from ``harness_at``, see
+    - every other line that holds a constraint (a constraint span, or a sentence the anchor's
+      constraint cue recognises: "pass X to keep the old behavior"), an error, a trace line or a
+      ``file:line``: whole when it is short, else only those pieces, verbatim, joined by ``[…]``;
+    - except, in the harness's instructions appended to the task (from ``harness_at``, see
       :func:`compactor.anchor.build.harness_start`; the same template in every run, not the
-      user's words) only the lines that bind: a constraint that is not only a recommendation
-      (``cue.advisory``: "you should ...", "always ..."), outside a worked example
-      (``<example_response>``). With ``keep_advice`` the recommendations are kept too. The rest
-      of the template (how to format a reply, the workflow, the examples) is cut;
+      user's words), a worked example (``<example_response>``) and a recommendation that does
+      not bind (``cue.advisory``: "you should ...", "always ..."; kept with ``keep_advice``).
+      The rest of the template (how to format a reply, the workflow) has no such line and is
+      cut; the harness's lines never count towards the opening;
     - ``[…]`` for every gap, and the reference to the whole request on the last line.
 
     None when that would not save at least ``min_saving`` of the text."""
@@ -294,8 +293,7 @@ def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en", *
     for ln in lines:
         starts.append(pos)
         pos += len(ln) + 1
-    found_pieces: set[str] = set()  # every family, for the task's lines
-    binding: set[str] = set()  # constraints only, for the harness's lines
+    found_pieces: set[str] = set()
     for sp in spans:
         if sp.family not in _REQUEST_FAMILIES:
             continue
@@ -305,8 +303,6 @@ def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en", *
                 found_pieces.update(m.group(0) for m in _FRAME.finditer(ln))
             elif len(ln) >= 4:
                 found_pieces.add(ln)
-                if sp.family == "constraint":
-                    binding.add(ln)
     cue = CUES["constraint"]
     for ln in lines:
         if not ln.strip():
@@ -317,9 +313,7 @@ def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en", *
         for sent in sentences(ln):
             if len(sent) >= 4 and cue.search(sent):
                 found_pieces.add(sent)
-                binding.add(sent)
     pieces = sorted(found_pieces)
-    harness_pieces = sorted(binding)
     # in the harness's part, a worked example (``<example_response>``) is not an instruction
     examples = [(m.start(), m.end()) for m in _TAG_BLOCK.finditer(text, harness_at)] if harness_at is not None else []
     out: list[str] = []
@@ -353,7 +347,7 @@ def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en", *
         if harness and (any(a <= at < b for a, b in examples) or (not keep_advice and C.ADVISORY.search(s))):
             gap()  # an example, or a recommendation ("you should ..."): not a line that binds
             continue
-        found = [p for p in (harness_pieces if harness else pieces) if p in s] if s else []
+        found = [p for p in pieces if p in s] if s else []
         if not found and not head_cut:
             gap()
             continue
