@@ -87,14 +87,8 @@ _CHAT_COMMAND = C.regex.compile(r"^\s*/([a-z][a-z-]{1,20})(?:\s+|$)")
 _REQUEST_COMMANDS = frozenset({"ask", "code", "architect", "copy-context", "context", "help"})
 _VOCAB = vocabulary()
 _FINISH_TOOLS = frozenset({"submit", "finish", "attempt_completion", "task_complete", "complete_task", "done"})
-# where a task statement ends and the harness's instructions begin
-_HARNESS_PART = C.regex.compile(
-    r"^[ \t]*(?:INSTRUCTIONS:|<instructions>|#+ *Task Instructions|NOTE ABOUT THE EDIT COMMAND|IMPORTANT TIPS:|"
-    r"#+ *Environment\b|\*\*CRITICAL|<IMPORTANT>|Remember, YOU|Follow these steps to resolve the issue|"
-    r"Can you help me implement the necessary changes|Your task is to make the minimal changes|"
-    r"I've already taken care of all changes to any of the test files|--- DEMONSTRATION ---)",
-    C.regex.M,
-)
+# where a task statement ends and the harness's instructions begin (rules/cue/cue.harness-part.toml)
+_HARNESS_PART = C.HARNESS_PART
 # a pasted issue / PR text: the reporter's prose, not the user's constraints
 _ISSUE_BLOCK = C.regex.compile(
     r"<(issue_description|pr_description|issue)>.*?(?:</\1>|\Z)|^ISSUE:\n.*?(?=^INSTRUCTIONS:|\Z)", C.regex.S | C.regex.M)
@@ -118,6 +112,20 @@ def _own_words(text: str) -> tuple[str, str]:
         issue = "\n".join(x.group(0) for x in _ISSUE_BLOCK.finditer(own))
         own = _ISSUE_BLOCK.sub("\n", own)
     return own, issue
+
+
+def harness_start(text: str) -> int | None:
+    """Where the harness's instructions appended to a task begin: the first harness heading
+    (``<instructions>``, ``INSTRUCTIONS:``, ``## Environment``, ...) that is not inside a pasted
+    issue / PR block opened before it. None when the text has none (a user's own message)."""
+    hits = list(_HARNESS_PART.finditer(text))
+    if not hits:
+        return None
+    blocks = [(b.start(), b.end()) for b in _ISSUE_BLOCK.finditer(text)] if "<" in text or "ISSUE:" in text else []
+    for m in hits:
+        if not any(a < m.start() < b for a, b in blocks):
+            return m.start()
+    return None
 
 
 _EDITOR_VERB = C.regex.compile(r"^(view|create|str_replace|insert|undo_edit)\s+(\S+)\s*$")
