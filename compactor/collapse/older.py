@@ -280,8 +280,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                         break
         if ok:
             start = n
-            for sid, t in memo.changes.items():
-                texts[sid] = t
+            texts.update(memo.changes)
             if memo.changes:
                 state.level = max(state.level, 1)
             state.placeholders.extend(memo.placeholders)
