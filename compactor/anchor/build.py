@@ -1187,12 +1187,21 @@ class _State:
         history = list(self.intent.values())
         intent = self._intent(history)
         files = []
+        was_get = self._was.get
         for path, f in self.files.items():
             seqs = self.file_seq.get(path, [0, 0, 0])
+            superseded = bool(seqs[0] and max(seqs[1], seqs[2]) > seqs[0])
+            was = was_get(("file", path))
+            # the entry the anchor had, when every field is the same (what ``_same`` would keep, without
+            # validating a new entry only to compare it)
+            if was is not None and was.first_step == f["first_step"] and was.last_step == f["last_step"] \
+                    and was.read_superseded is superseded and was.unfinished is bool(f["unfinished"]) \
+                    and was.actions == f["actions"] and was.related == f["related"]:
+                files.append(was)
+                continue
             files.append(self._same(("file", path), FileTouch(
                 path=path, actions=list(f["actions"]), first_step=f["first_step"], last_step=f["last_step"],
-                read_superseded=bool(seqs[0] and max(seqs[1], seqs[2]) > seqs[0]), related=list(f["related"]),
-                unfinished=bool(f["unfinished"]))))
+                read_superseded=superseded, related=list(f["related"]), unfinished=bool(f["unfinished"]))))
         cursor = AnchorCursor(
             objective=self.objective, seq=self.seq, last_step=self.last_step, open_file=self.open_file,
             step_files=list(self.step_files), file_seq={k: (v[0], v[1], v[2]) for k, v in self.file_seq.items()},
