@@ -284,6 +284,9 @@ class Compactor:
         else:
             state.level1 = Level1(self.detector, self.classifier, self.store, config)
             state.cache_tag = config.model_dump_json()
+        idx = getattr(conversation, "segment_index", None)
+        if idx is not None:
+            idx.forget()  # the segment lists are checked again once per compaction
         missing = REQUIRED_STAGES - set(self.stages)
         if missing:
             from .errors import ConfigError

@@ -34,13 +34,21 @@ class SegmentIndex:
         self.result_pos: dict[str, int] = {}  # tool result id -> its first position in ``results``
         self.live: list[Segment] = []  # tool results that are not harness text (``meta``)
         self.live_ids: list[str] = []
+        self._checked: Sequence[Segment] | None = None  # the list last checked, while it is trusted
+
+    def forget(self) -> None:
+        """Check the next list in full (a new compaction: the segments may have changed since)."""
+        self._checked = None
 
     def update(self, segs: Sequence[Segment]) -> "SegmentIndex":
+        if segs is self._checked and len(segs) == len(self.segs):
+            return self  # the list checked earlier in this compaction (its stages do not mutate it)
         old = self.segs
         n = len(old)
         if not (n <= len(segs) and all(map(operator.is_, old, segs))):
             self.__init__()
             n = 0
+        self._checked = segs
         if n == len(segs):
             return self
         by_id, results, pos, live, live_ids = self.by_id, self.results, self.result_pos, self.live, self.live_ids
