@@ -269,3 +269,28 @@ def test_session_output_does_not_alias_its_input():
         m["content"] = "changed"
     assert json.dumps(msgs) == snapshot
     assert json.dumps(conv.compact().messages) != json.dumps(out)
+
+
+def test_a_document_changed_in_place_between_compactions_is_indexed_again():
+    # a conversation's segment lists are checked once per compaction: a document whose segment list
+    # (the same list object, same length) changed since the last compaction (a tool output is now a
+    # user message: one tool result less) is indexed again, and the result is the one-shot
+    # compaction of what it holds now
+    from compactor.formats import load_document
+    from compactor.pipeline import Conversation
+
+    msgs = json.loads(DEMO.read_text(encoding="utf-8"))
+    changed = json.loads(json.dumps(msgs))
+    changed[3] = {"role": "user", "content": changed[3]["content"]}
+    comp = Compactor(keep_recent=0)
+    conv = Conversation(comp)
+    doc = load_document(msgs)
+    first = comp.run(None, conv, doc=doc)
+    assert _same(first, Compactor(keep_recent=0).compact(msgs))
+    other = load_document(changed)
+    assert len(other.segments) == len(doc.segments)
+    doc.segments[:] = other.segments
+    doc.data = other.data
+    again = comp.run(None, conv, doc=doc)
+    assert _same(again, Compactor(keep_recent=0).compact(changed))
+    assert not _same(again, first)
