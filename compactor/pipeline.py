@@ -153,7 +153,9 @@ class PipelineState:
         """The protected spans ordered by (segment index, start, rule id), as the report lists them."""
         memo = self._span_memo()
         if memo is not None and memo.ordered:
-            return list(chain.from_iterable(memo.parts))
+            if memo.sorted is None:
+                memo.sorted = list(chain.from_iterable(memo.parts))
+            return list(memo.sorted)
         index = {s.id: s.index for s in self.doc.segments}
         return sorted(self.spans(), key=lambda s: (index.get(s.segment_id, -1), s.start, s.rule_id))
 
@@ -181,6 +183,7 @@ class _SpanMemo:
         self.spans: list[Span] = []
         self.parts: list[list[Span]] = []  # each segment's spans by (start, rule id)
         self.ordered = True  # every span names its own segment and segment indexes are positions
+        self.sorted: list[Span] | None = None  # ``parts`` flattened, while they stay as they are
 
     def update(self, segs: list[Segment], ids: list[str], outcomes: dict[str, Any]) -> None:
         outs = list(map(outcomes.get, ids))
@@ -191,6 +194,7 @@ class _SpanMemo:
             return
         end = self.ends[k - 1] if k else 0
         del self.spans[end:], self.ends[k:], self.parts[k:]
+        self.sorted = None
         if not k:
             self.ordered = True
         for i in range(k, len(segs)):

@@ -33,7 +33,7 @@ import regex
 from ..formats.calls import NOT_JSON, call_of, parse_arguments
 from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
-from ..segments import segment_index
+from ..segments import changed, segment_index
 
 __all__ = ["HardenMemo", "harden", "evidence_spans", "EVIDENCE_FAMILIES"]
 
@@ -192,7 +192,7 @@ class HardenMemo:
         if not (n <= len(results) and all(map(operator.is_, prev_res, results))):
             n, flags = 0, []
         flags = flags[:n]
-        for i in [i for i, (a, b) in enumerate(zip(prev_outs[:n], outcomes)) if a is not b]:
+        for i in changed(prev_outs[:n], outcomes):
             flags[i] = bool(results[i].call_id) and self.is_failing(results[i], outcomes[i])
         for i in range(n, len(results)):
             flags.append(bool(results[i].call_id) and self.is_failing(results[i], outcomes[i]))
