@@ -32,6 +32,7 @@ from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX
 from .branches import split_any
 from .literals import LiteralScanner, literal_key
+from .programs import compile_pattern
 from .records import FLAG_NAMES
 
 if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans are built on demand
@@ -189,7 +190,7 @@ def _flags(names: Iterable[str]) -> int:
 
 @lru_cache(maxsize=4096)
 def _compile(pattern: str, flags: int) -> regex.Pattern:
-    return regex.compile(pattern, flags)
+    return compile_pattern(pattern, flags)
 
 
 def _search_line(pat: regex.Pattern, line: str, deadline_budget: float):
