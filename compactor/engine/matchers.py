@@ -31,7 +31,7 @@ import regex
 from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX
 from .branches import split_any
-from .literals import LiteralScanner, literal_key
+from .literals import LiteralScanner, gate_fits_hyperscan, gate_key, literal_key
 from .programs import compile_pattern
 from .records import FLAG_NAMES
 
@@ -65,6 +65,7 @@ class TextView:
     _lower: str | None = field(init=False, default=None)
     _hay_ci: tuple | None = field(init=False, default=None, repr=False)
     _hits: dict = field(init=False, default_factory=dict, repr=False)
+    _bytes: tuple | None = field(init=False, default=None, repr=False)  # literals.bytes_view
 
     def __post_init__(self) -> None:
         self.lines = self.text.split("\n")
@@ -272,8 +273,12 @@ class RegexRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         if cand is None:
+            gated = view._hits.get(gate_key(*self.text_gate)) if self.text_gate is not None else None
             try:
-                matches = list(self.whole.finditer(view.text, timeout=budget))
+                if gated is None:
+                    matches = list(self.whole.finditer(view.text, timeout=budget))
+                else:
+                    matches = self._gated_matches(view, gated, budget, t0)
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
             last_line = -1
@@ -320,6 +325,37 @@ class RegexRule(CompiledRule):
             if a < base:
                 continue
             out.append(self._span(view, a, b, i, i, nlines))
+        return out
+
+    @cached_property
+    def text_gate(self) -> tuple[str, bool] | None:
+        """(gate, ignore case) when the one-pass scan can find this whole-text rule's candidate
+        lines: a rule without prefilter whose gate hyperscan reads like ``regex`` (no flags but
+        IGNORECASE, see ``literals.gate_fits_hyperscan``)."""
+        spec = self.spec
+        if self.prefilter or not spec.gate or not set(spec.flags) <= {"IGNORECASE"}:
+            return None
+        g = (spec.gate, "IGNORECASE" in spec.flags)
+        return g if gate_fits_hyperscan(*g) else None
+
+    def _gated_matches(self, view: TextView, lines: list[int], budget: float, t0: float) -> list:
+        """The whole-text matches, searched only on the lines where the gate may match (each line
+        up to its end, the newline excluded: a gated rule's matches lie within one line)."""
+        finditer = self.whole.finditer
+        text = view.text
+        starts = view.starts
+        nstarts = len(starts)
+        end_all = len(text)
+        out: list = []
+        for n, i in enumerate(lines):
+            if n & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(self.id)
+            a = starts[i]
+            b = starts[i + 1] - 1 if i + 1 < nstarts else end_all
+            if b - a > 4096:
+                out.extend(finditer(text, a, b, timeout=budget))
+            else:
+                out.extend(finditer(text, a, b))
         return out
 
     @cached_property
@@ -658,12 +694,14 @@ _SCANNERS: dict[tuple, LiteralScanner] = {}
 
 
 def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> LiteralScanner:
-    """One multi-literal scanner per set of prefilter literals (compiled once per process)."""
+    """One multi-literal scanner per set of prefilter literals and whole-text gates (compiled
+    once per process)."""
     lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}))
-    key = (lits, engine)
+    gates = tuple(sorted({g for cr in rules if (g := getattr(cr, "text_gate", None)) is not None}))
+    key = (lits, gates, engine)
     sc = _SCANNERS.get(key)
     if sc is None:
-        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine)
+        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates))
     return sc
 
 
