@@ -102,3 +102,26 @@ def test_trim_is_identical_with_a_cold_and_a_warm_cache(tmp_path):
     assert list((tmp_path / "cache").glob("programs-*.bin"))
     assert outs[0] == outs[1]
     assert b"ValueError: bad value" in outs[0]
+
+
+def test_cached_branches_equal_a_fresh_split(fresh):
+    from compactor.engine.branches import _as_data, split_any, split_cached
+    from compactor.engine.matchers import _flags
+
+    rules = [r for r in load_rules().records("protect") if r.kind == "regex"]
+    first = [_as_data(split_cached(r.regex_.pattern, _flags(r.regex_.flags))) for r in rules]
+    P._save()
+    P._programs = None
+    again = [_as_data(split_cached(r.regex_.pattern, _flags(r.regex_.flags))) for r in rules]
+    assert P._dirty is False  # every split came from the file
+    fresh_split = [_as_data(split_any(r.regex_.pattern, _flags(r.regex_.flags))) for r in rules]
+    assert first == again == fresh_split
+    assert sum(x is not None for x in fresh_split) >= 5
+
+
+def test_a_malformed_cached_split_is_recomputed(fresh):
+    from compactor.engine.branches import _as_data, _source_hash, split_any, split_cached
+
+    pat = r"FAILED \S|Tests run: \d+"
+    P._programs = {f"split {_source_hash()}\0{0}\0{pat}": ([("x", 5)],)}
+    assert _as_data(split_cached(pat, 0)) == _as_data(split_any(pat, 0))

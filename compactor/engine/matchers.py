@@ -30,7 +30,7 @@ import regex
 
 from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX
-from .branches import split_any
+from .branches import split_cached
 from .literals import LiteralScanner, gate_fits_hyperscan, gate_key, literal_key
 from .programs import compile_pattern
 from .records import FLAG_NAMES
@@ -386,7 +386,7 @@ class RegexRule(CompiledRule):
         literals, lowered case-insensitive gate literals, gated?]. A line can match the branch
         only if it contains one of the literals. Not split when more than one branch has no
         literal: every line would then be searched by several long patterns instead of one."""
-        split = split_any(self.spec.pattern, _flags(self.spec.flags))
+        split = split_cached(self.spec.pattern, _flags(self.spec.flags))
         if split is None or sum(br.literals is None for br in split) > 1:
             return None
         out = []

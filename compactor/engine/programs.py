@@ -6,7 +6,8 @@ patterns on the real CI logs) and more for ``compact``. ``regex`` pickles a comp
 exactly those program arguments (``Pattern._pickled_data``, rebuilt by ``_regex.compile``), so
 this module keeps them, by pattern and flags, in one ``marshal`` file per ``regex`` and Python
 version: a pattern seen before is rebuilt from its program in microseconds, the same object
-``regex.compile`` would return.
+``regex.compile`` would return. Values derived from a pattern (its branches, see
+``branches.split_cached``) are kept in the same file.
 
 The file sits in the cache folder (``$COMPACTOR_CACHE``, empty: no file; else
 ``$XDG_CACHE_HOME/compactor`` or ``~/.cache/compactor``), private to the user like the rule
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import regex
 
-__all__ = ["MAX_PROGRAMS", "compile_pattern", "programs_path"]
+__all__ = ["MAX_PROGRAMS", "cached_value", "compile_pattern", "programs_path"]
 
 MAX_PROGRAMS = 8192  # programs kept in the file (user rule folders add theirs)
 _MAGIC = b"compactor-regex-programs 1"
@@ -129,3 +130,24 @@ def compile_pattern(pattern: str, flags: int = 0) -> regex.Pattern:
                 _registered = True
                 atexit.register(_save)
     return compiled
+
+
+def cached_value(kind: str, key: str, compute):
+    """``compute()`` kept in the same file under ``kind`` and ``key`` (plain data that ``marshal``
+    writes: what a pattern's analysis yields, such as its branches). ``kind`` must change when the
+    code that computes the value changes (callers put a hash of their source in it)."""
+    global _dirty, _registered
+    programs = _load()
+    k = f"{kind}\0{key}"
+    got = programs.get(k)
+    if type(got) is tuple and len(got) == 1:
+        return got[0]
+    value = compute()
+    if len(programs) < MAX_PROGRAMS:
+        with _lock:
+            programs[k] = (value,)
+            _dirty = True
+            if not _registered:
+                _registered = True
+                atexit.register(_save)
+    return value
