@@ -22,9 +22,16 @@ _MASK = regex.compile(
 )
 
 
+# the same substitution on a line without '/': the path-like branch needs one, and trying it at
+# every position of a long token costs time quadratic in the token
+_MASK_NO_SLASH = regex.compile(r"[A-Fa-f]*+\d[0-9A-Fa-f]*+")
+
+
 def template_of(line: str) -> str:
     if len(line) > MASK_MAX:
         return line
+    if "/" not in line:
+        return _MASK_NO_SLASH.sub("#", line)
     return _MASK.sub("#", line)
 
 

@@ -597,7 +597,7 @@ class Trimmer:
             bodies = seg
         else:
             bodies = [x[k:] if k else x for x, k in zip(seg, prefix[a:b])]
-        keys = list(map(shape_key, bodies))
+        keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
         templates, first, last = r.templates, r.first, r.last
         if len(templates) + n <= 5000:  # no new shape can be refused: counted in bulk
             fresh = [k for k in dict.fromkeys(keys) if k not in templates]
