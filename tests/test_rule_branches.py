@@ -156,3 +156,72 @@ _kv = st.tuples(st.sampled_from(["error ", "Exception: ", "failed ", "timed out 
 def test_gate_holds_on_generated_lines(line):
     for cr in GATED:
         assert _gate_misses(cr, [line]) == [], cr.id
+
+
+# ---- line-block rules: the lines that open a block, found by the start pattern's branches ---------
+
+from compactor.engine.matchers import LineBlockRule, _lines_matching  # noqa: E402
+
+BLOCKS = [cr for cr in (compile_rule(r) for r in load_rules().stage("protect"))
+          if isinstance(cr, LineBlockRule) and cr.start_branches is not None]
+
+
+def _opens_split(cr: LineBlockRule, view: TextView) -> list[int]:
+    import time
+
+    return _lines_matching(view, list(range(len(view.lines))), cr.start_branches, 0, None, 10.0,
+                           time.process_time(), cr.id)
+
+
+def _opens_whole(cr: LineBlockRule, view: TextView) -> list[int]:
+    return [i for i in range(len(view.lines)) if _search_line(cr.start, view.body(i), 10.0) is not None]
+
+
+def test_the_costly_block_rules_are_split():
+    assert {"trace.java", "trace.javac", "trace.kernel", "trace.php"} <= {cr.id for cr in BLOCKS}
+
+
+def test_block_starts_are_the_same_on_the_corpus(corpus):
+    for f in sorted(p for p in corpus.rglob("*") if p.is_file()):
+        view = TextView(normalize(f.read_text(encoding="utf-8", errors="replace")))
+        for cr in BLOCKS:
+            assert _opens_split(cr, view) == _opens_whole(cr, view), (cr.id, f.name)
+
+
+BGATES = sorted({lit for cr in BLOCKS for _p, _s, cs, ci, _g in cr.start_branches for lit in cs + ci})
+_bpiece = st.one_of(
+    st.sampled_from(BGATES), st.sampled_from(BGATES).map(str.lower), st.sampled_from(BGATES).map(str.upper),
+    st.text(alphabet="abcEKXZ019 .:/_=-\t()[]<>#$éİ中", max_size=10),
+    st.sampled_from(["\tat ", "  at ", "[ERROR] ", "Foo.java:[3,4] ", "x.kt:3: ", "[  12.345] ", "PHP ", "#  ",
+                     "==== C stack trace ====", " FAILURES ", "____ test_x ____", "a.py:3: in f", "(Native Method)"]),
+)
+
+
+@given(st.lists(st.lists(_bpiece, max_size=8).map("".join), min_size=1, max_size=12))
+def test_block_starts_are_the_same_on_generated_lines(lines):
+    view = TextView("\n".join(lines))
+    for cr in BLOCKS:
+        assert _opens_split(cr, view) == _opens_whole(cr, view), cr.id
+
+
+def test_block_detection_is_unchanged_by_the_split(corpus, monkeypatch):
+    from compactor.engine import matchers
+
+    texts = [normalize(p.read_text(encoding="utf-8", errors="replace"))
+             for p in sorted((corpus / "ci-logs").glob("*")) + sorted((corpus / "ci-breakages").glob("*/fail.log"))
+             if p.is_file()]
+    assert texts
+
+    def spans():
+        out = []
+        for text in texts:
+            view = TextView(text)
+            matchers.literal_scanner(BLOCKS).scan(view)
+            for cr in BLOCKS:
+                out.append((cr.id, [x[:4] for x in cr.find(view, 100.0)]))
+        return out
+
+    split = spans()
+    monkeypatch.setattr(matchers, "SPLIT_MIN", 10**9)
+    assert spans() == split
+    assert sum(len(x) for _, x in split) > 50

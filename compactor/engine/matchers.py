@@ -386,18 +386,7 @@ class RegexRule(CompiledRule):
         literals, lowered case-insensitive gate literals, gated?]. A line can match the branch
         only if it contains one of the literals. Not split when more than one branch has no
         literal: every line would then be searched by several long patterns instead of one."""
-        split = split_cached(self.spec.pattern, _flags(self.spec.flags))
-        if split is None or sum(br.literals is None for br in split) > 1:
-            return None
-        out = []
-        for br in split:
-            lits = br.literals or []
-            cs = tuple(lit for lit, ci in lits if not ci)
-            ci = tuple(lit.lower() for lit, ci in lits if ci)
-            out.append([None, br.source, cs, ci, br.literals is not None])
-        # the ungated branch last: a line matched by a gated one is not searched again
-        out.sort(key=lambda b: not b[4])
-        return out
+        return _branch_table(self.spec.pattern, _flags(self.spec.flags))
 
     def _find_split(self, view: TextView, cand: list[int], budget: float, t0: float):
         """Line-scope matching by branches: a line matches iff one of its branches does, and a
@@ -409,65 +398,9 @@ class RegexRule(CompiledRule):
         in that text with ``str.find`` (C speed, one step per line that holds one), and the
         branch is searched on those lines only; a line already matched is not searched again."""
         nlines = len(view.lines)
-        branches = self.branches
-        gate = self.gate
-        prefix = view.prefix
-        lines = view.lines
-        if prefix is None:
-            bodies = [lines[i] for i in cand]
-        else:
-            bodies = [lines[i][prefix[i]:] if prefix[i] else lines[i] for i in cand]
-        joined = "\n".join(bodies)
-        jstarts = _line_starts(bodies)
-        low = None  # ASCII-lowered joined text (same offsets), for case-insensitive literals
-        wide: list[int] | None = None  # the non-ASCII candidate lines
-        ncand = len(cand)
-        matched = bytearray(ncand)
-        gated_out = bytearray(ncand)  # 1: the gate was tried and failed, 2: it passed
-        searches = 0
-        flags = _flags(self.spec.flags)
-        for br in branches:
-            pat, _src, cs, ci, has_lits = br
-            if has_lits:
-                ks: set[int] = set()
-                for lit in cs:
-                    ks.update(_lines_holding(joined, jstarts, lit))
-                if ci:
-                    if wide is None:
-                        wide = [] if joined.isascii() else [k for k, body in enumerate(bodies) if not body.isascii()]
-                        if joined.isascii():
-                            low = joined.lower()
-                        else:
-                            low = joined.encode("latin-1", "replace").lower()
-                    for lit in ci:
-                        if lit.isascii():  # a non-ASCII literal is never in a lowered ASCII line
-                            ks.update(_lines_holding(low, jstarts, lit if type(low) is str else lit.encode("ascii")))
-                    ks.update(wide)
-                order: Iterable[int] = sorted(ks)
-            else:
-                order = range(ncand)
-            for k in order:
-                if matched[k]:
-                    continue
-                body = bodies[k]
-                if gate is not None:
-                    g = gated_out[k]
-                    if g == 0:
-                        g = gated_out[k] = 1 if _search_line(gate, body, budget) is None else 2
-                    if g == 1:
-                        continue
-                searches += 1
-                if searches & 255 == 255 and time.process_time() - t0 > budget:
-                    raise RuleTimeout(self.id)
-                if pat is None:  # compiled on first use: most branches never find their literal
-                    pat = br[0] = _compile(br[1], flags)
-                try:
-                    m = _search_line(pat, body, budget)
-                except TimeoutError:
-                    raise RuleTimeout(self.id) from None
-                if m is not None:
-                    matched[k] = 1
-        return [self._span(view, 0, 0, cand[k], cand[k], nlines) for k in range(ncand) if matched[k]]
+        return [self._span(view, 0, 0, i, i, nlines)
+                for i in _lines_matching(view, cand, self.branches, _flags(self.spec.flags), self.gate, budget, t0,
+                                         self.id)]
 
     def _span(self, view: TextView, a: int, b: int, ls: int, le: int, nlines: int):
         spec = self.spec
@@ -504,6 +437,12 @@ class LineBlockRule(CompiledRule):
         return [_compile(p, 0) for p in self.spec.before]
 
     @cached_property
+    def start_branches(self) -> list[list] | None:
+        """The start pattern split into gated branches, like ``RegexRule.branches``: with many
+        candidate lines, the lines that can open a block are found branch by branch."""
+        return _branch_table(self.spec.start, 0)
+
+    @cached_property
     def _cont_search(self) -> list:
         return [p.search for p in self.cont]
 
@@ -522,13 +461,19 @@ class LineBlockRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         covered_until = -1
+        opens = None  # the candidate lines the start pattern matches, when found by branches
+        if type(cand) is list and len(cand) >= SPLIT_MIN and self.start_branches is not None:
+            opens = set(_lines_matching(view, cand, self.start_branches, 0, None, budget, t0, self.id))
         for n, i in enumerate(cand):
             if n & 127 == 127 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             if i <= covered_until:
                 continue
             try:
-                if _search_line(self.start, view.body(i), budget) is None:
+                if opens is not None:
+                    if i not in opens:
+                        continue
+                elif _search_line(self.start, view.body(i), budget) is None:
                     continue
                 first = i
                 # lines before the header that belong to it (e.g. Node's source-context preamble)
@@ -601,6 +546,86 @@ class LineBlockRule(CompiledRule):
             out.append((a, b, first, last, spec.long_trace))
             covered_until = last
         return out
+
+
+def _branch_table(pattern: str, flags: int) -> list[list] | None:
+    """``RegexRule.branches`` of a pattern (see there)."""
+    split = split_cached(pattern, flags)
+    if split is None or sum(br.literals is None for br in split) > 1:
+        return None
+    out = []
+    for br in split:
+        lits = br.literals or []
+        cs = tuple(lit for lit, ci in lits if not ci)
+        ci = tuple(lit.lower() for lit, ci in lits if ci)
+        out.append([None, br.source, cs, ci, br.literals is not None])
+    # the ungated branch last: a line matched by a gated one is not searched again
+    out.sort(key=lambda b: not b[4])
+    return out
+
+
+def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags: int, gate, budget: float,
+                    t0: float, rule_id: str) -> list[int]:
+    """The candidate lines (ascending) whose body one of ``branches`` matches (see
+    ``RegexRule.branches``), searched branch by branch: the candidate lines are joined once, each
+    branch's literals are found in that text with ``str.find`` and the branch is searched on those
+    lines only; a line already matched is not searched again. ``gate``, if given, must also match."""
+    prefix = view.prefix
+    lines = view.lines
+    if prefix is None:
+        bodies = [lines[i] for i in cand]
+    else:
+        bodies = [lines[i][prefix[i]:] if prefix[i] else lines[i] for i in cand]
+    joined = "\n".join(bodies)
+    jstarts = _line_starts(bodies)
+    low = None  # ASCII-lowered joined text (same offsets), for case-insensitive literals
+    wide: list[int] | None = None  # the non-ASCII candidate lines
+    ncand = len(cand)
+    matched = bytearray(ncand)
+    gated_out = bytearray(ncand)  # 1: the gate was tried and failed, 2: it passed
+    searches = 0
+    for br in branches:
+        pat, _src, cs, ci, has_lits = br
+        if has_lits:
+            ks: set[int] = set()
+            for lit in cs:
+                ks.update(_lines_holding(joined, jstarts, lit))
+            if ci:
+                if wide is None:
+                    wide = [] if joined.isascii() else [k for k, body in enumerate(bodies) if not body.isascii()]
+                    if joined.isascii():
+                        low = joined.lower()
+                    else:
+                        low = joined.encode("latin-1", "replace").lower()
+                for lit in ci:
+                    if lit.isascii():  # a non-ASCII literal is never in a lowered ASCII line
+                        ks.update(_lines_holding(low, jstarts, lit if type(low) is str else lit.encode("ascii")))
+                ks.update(wide)
+            order: Iterable[int] = sorted(ks)
+        else:
+            order = range(ncand)
+        for k in order:
+            if matched[k]:
+                continue
+            body = bodies[k]
+            if gate is not None:
+                g = gated_out[k]
+                if g == 0:
+                    g = gated_out[k] = 1 if _search_line(gate, body, budget) is None else 2
+                if g == 1:
+                    continue
+            searches += 1
+            if searches & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(rule_id)
+            if pat is None:  # compiled on first use: most branches never find their literal
+                pat = br[0] = _compile(br[1], flags)
+            try:
+                m = _search_line(pat, body, budget)
+            except TimeoutError:
+                raise RuleTimeout(rule_id) from None
+            if m is not None:
+                matched[k] = 1
+    return [cand[k] for k in range(ncand) if matched[k]]
 
 
 def _has_lines(view: TextView, first: int, last: int, need: int) -> bool:
