@@ -165,6 +165,11 @@ class TextView:
 ENGINE_PREFIXES = ("CRASH LOG: ",)
 
 
+def _in(hay, lit: str):
+    """An ASCII literal in the type of ``hay`` (str or Latin-1 bytes)."""
+    return lit if type(hay) is str else lit.encode("ascii")
+
+
 def _lines_holding(hay, starts: list[int], needle) -> list[int]:
     """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``) that contain
     ``needle``, once each, in order."""
@@ -437,12 +442,6 @@ class LineBlockRule(CompiledRule):
         return [_compile(p, 0) for p in self.spec.before]
 
     @cached_property
-    def start_branches(self) -> list[list] | None:
-        """The start pattern split into gated branches, like ``RegexRule.branches``: with many
-        candidate lines, the lines that can open a block are found branch by branch."""
-        return _branch_table(self.spec.start, 0)
-
-    @cached_property
     def _cont_search(self) -> list:
         return [p.search for p in self.cont]
 
@@ -461,19 +460,13 @@ class LineBlockRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         covered_until = -1
-        opens = None  # the candidate lines the start pattern matches, when found by branches
-        if type(cand) is list and len(cand) >= SPLIT_MIN and self.start_branches is not None:
-            opens = set(_lines_matching(view, cand, self.start_branches, 0, None, budget, t0, self.id))
         for n, i in enumerate(cand):
             if n & 127 == 127 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             if i <= covered_until:
                 continue
             try:
-                if opens is not None:
-                    if i not in opens:
-                        continue
-                elif _search_line(self.start, view.body(i), budget) is None:
+                if _search_line(self.start, view.body(i), budget) is None:
                     continue
                 first = i
                 # lines before the header that belong to it (e.g. Node's source-context preamble)
@@ -578,32 +571,39 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
         bodies = [lines[i][prefix[i]:] if prefix[i] else lines[i] for i in cand]
     joined = "\n".join(bodies)
     jstarts = _line_starts(bodies)
+    # ASCII literals are found in one byte per character (same offsets; characters outside Latin-1
+    # become '?', which can only add candidate lines): str.find on text with wide characters is slow
+    hay = joined if joined.isascii() else joined.encode("latin-1", "replace")
     low = None  # ASCII-lowered joined text (same offsets), for case-insensitive literals
     wide: list[int] | None = None  # the non-ASCII candidate lines
     ncand = len(cand)
     matched = bytearray(ncand)
     gated_out = bytearray(ncand)  # 1: the gate was tried and failed, 2: it passed
     searches = 0
+    orders: list[Iterable[int]] = []
     for br in branches:
         pat, _src, cs, ci, has_lits = br
         if has_lits:
             ks: set[int] = set()
             for lit in cs:
-                ks.update(_lines_holding(joined, jstarts, lit))
+                if lit.isascii():
+                    ks.update(_lines_holding(hay, jstarts, _in(hay, lit)))
+                else:
+                    ks.update(_lines_holding(joined, jstarts, lit))
             if ci:
                 if wide is None:
                     wide = [] if joined.isascii() else [k for k, body in enumerate(bodies) if not body.isascii()]
-                    if joined.isascii():
-                        low = joined.lower()
-                    else:
-                        low = joined.encode("latin-1", "replace").lower()
+                if low is None:
+                    low = joined.lower() if joined.isascii() else joined.encode("latin-1", "replace").lower()
                 for lit in ci:
                     if lit.isascii():  # a non-ASCII literal is never in a lowered ASCII line
-                        ks.update(_lines_holding(low, jstarts, lit if type(low) is str else lit.encode("ascii")))
+                        ks.update(_lines_holding(low, jstarts, _in(low, lit)))
                 ks.update(wide)
-            order: Iterable[int] = sorted(ks)
+            orders.append(sorted(ks))
         else:
-            order = range(ncand)
+            orders.append(range(ncand))
+    for br, order in zip(branches, orders):
+        pat = br[0]
         for k in order:
             if matched[k]:
                 continue
