@@ -17,7 +17,10 @@ __all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summariz
 MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
 MASK_MAX = 1000  # lines longer than this only fold when identical
 _MASK = regex.compile(
-    r"[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+"  # path-like token
+    # path-like token, tried only where a token starts: elsewhere in a token it cannot match (the
+    # scan reaches the middle of a token only when the token did not end in '/'), and trying it
+    # there rescanned the token at every position (quadratic in its length)
+    r"(?<![^\s/\"'()\[\]<>=,])[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+"
     r"|[A-Fa-f]*+\d[0-9A-Fa-f]*+"  # numbers, hex ids, hashes
 )
 
