@@ -460,13 +460,18 @@ class LineBlockRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         covered_until = -1
+        start = self.start
+        start_search = start.search
+        all_lines = view.lines
+        pre = view.prefix
         for n, i in enumerate(cand):
             if n & 127 == 127 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             if i <= covered_until:
                 continue
             try:
-                if _search_line(self.start, view.body(i), budget) is None:
+                head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
+                if (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is None:
                     continue
                 first = i
                 # lines before the header that belong to it (e.g. Node's source-context preamble)
@@ -581,15 +586,20 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
     gated_out = bytearray(ncand)  # 1: the gate was tried and failed, 2: it passed
     searches = 0
     orders: list[Iterable[int]] = []
+    holding: dict[tuple[str, bool], list[int]] = {}  # literal -> candidate lines (branches share some)
     for br in branches:
         pat, _src, cs, ci, has_lits = br
         if has_lits:
             ks: set[int] = set()
             for lit in cs:
-                if lit.isascii():
-                    ks.update(_lines_holding(hay, jstarts, _in(hay, lit)))
-                else:
-                    ks.update(_lines_holding(joined, jstarts, lit))
+                got = holding.get((lit, False))
+                if got is None:
+                    if lit.isascii():
+                        got = _lines_holding(hay, jstarts, _in(hay, lit))
+                    else:
+                        got = _lines_holding(joined, jstarts, lit)
+                    holding[(lit, False)] = got
+                ks.update(got)
             if ci:
                 if wide is None:
                     wide = [] if joined.isascii() else [k for k, body in enumerate(bodies) if not body.isascii()]
@@ -597,7 +607,10 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
                     low = joined.lower() if joined.isascii() else joined.encode("latin-1", "replace").lower()
                 for lit in ci:
                     if lit.isascii():  # a non-ASCII literal is never in a lowered ASCII line
-                        ks.update(_lines_holding(low, jstarts, _in(low, lit)))
+                        got = holding.get((lit, True))
+                        if got is None:
+                            got = holding[(lit, True)] = _lines_holding(low, jstarts, _in(low, lit))
+                        ks.update(got)
                 ks.update(wide)
             orders.append(sorted(ks))
         else:
