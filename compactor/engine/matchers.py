@@ -7,8 +7,12 @@ Speed comes from doing as little per line as possible:
 - a line rule with many candidate lines runs as gated branches (``branches.py``): each
   alternative of its pattern only on the lines holding a literal it needs; a rule's optional
   ``gate`` (a cheap necessary pattern) is tried before its pattern;
-- rules without a prefilter run as one ``finditer`` over the whole text, with a timeout;
-- patterns are compiled once per process.
+- rules without a prefilter run as one ``finditer`` over the whole text, with a timeout; when
+  such a rule has a ``gate`` that hyperscan reads like ``regex`` (``literals.gate_fits_hyperscan``),
+  the one-pass literal scan also finds the lines the gate may match and the pattern runs only on
+  those lines (``fileref.path-line``);
+- patterns are compiled once per process, and rebuilt from their compiled programs kept on disk
+  (``programs.py``) rather than parsed again in each process.
 
 Every rule is bounded: block-level calls carry the ``regex`` timeout; per-line calls on long
 lines carry it too; multi-line blocks stop at ``max_lines`` / ``max_bytes``; a rule that runs out
