@@ -191,6 +191,7 @@ def test_whole_text_gates_give_the_ungated_spans(pieces):
     assert _gate_lines(text, "python") == {cr.id: None for cr in GATED_WHOLE}  # and here it is not
     for cr in GATED_WHOLE:
         assert _rule_spans(text, "hyperscan", cr) == _rule_spans(text, "python", cr), cr.id
+        assert _GATED_VIEWS[-2] and not _GATED_VIEWS[-1]  # gated with hyperscan (a short text), not without
 
 
 def _rule_spans(text: str, engine: str, cr):
@@ -198,9 +199,11 @@ def _rule_spans(text: str, engine: str, cr):
     view = TextView(text)
     found, timeouts = find_all(view, RULES, role="tool", engine=engine)
     assert cr.id not in timeouts
-    if engine == "hyperscan":
-        assert view._hits.get(gate_key(*cr.text_gate)) is not None
+    _GATED_VIEWS.append(view._hits.get(gate_key(*cr.text_gate)) is not None)
     return sorted((a, b, ls, le) for c, a, b, ls, le, _e in found if c is cr)
+
+
+_GATED_VIEWS: list[bool] = []  # per _rule_spans call: was the gated path taken?
 
 
 def test_whole_text_gates_on_every_corpus_file(corpus):
@@ -208,14 +211,16 @@ def test_whole_text_gates_on_every_corpus_file(corpus):
         pytest.skip("hyperscan wheel not available on this platform")
     from compactor.normalize import normalize
 
-    n = 0
+    n = gated = 0
     for p in sorted(q for q in corpus.rglob("*") if q.is_file()):
         text = normalize(p.read_text(encoding="utf-8", errors="replace"))
         for cr in GATED_WHOLE:
             ref = _rule_spans(text, "ahocorasick" if "ahocorasick" in ENGINES else "python", cr)
             assert _rule_spans(text, "hyperscan", cr) == ref, (p.name, cr.id)
+            gated += _GATED_VIEWS[-1]
             n += len(ref)
     assert n > 1000
+    assert gated > 100  # most corpus files take the gated path
 
 
 def test_dense_gate_line_stays_exact():
@@ -241,3 +246,18 @@ def test_bytes_view_offsets_and_wide_lines():
     assert data == text.encode()
     assert starts == [len("\n".join(lines[:i]).encode()) + (1 if i else 0) for i in range(len(lines))]
     assert wide == [1, 3, len(lines) - 2]
+
+
+def test_a_gate_on_most_lines_falls_back_to_the_whole_text():
+    # a 100,000-frame style trace: every line holds the gate; the scan gives up on it and the rule
+    # searches the whole text (same spans)
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    text = "java.lang.Error: boom\n" + "".join(f"\tat a.B.f{i}(B.java:{i})\n" for i in range(2000))
+    view = TextView(text)
+    literal_scanner(RULES, "hyperscan").scan(view)
+    for cr in GATED_WHOLE:
+        assert view._hits.get(gate_key(*cr.text_gate)) is None
+        ref = sorted(x[1:5] for x in find_all(TextView(text), RULES, role="tool", engine="python")[0] if x[0] is cr)
+        got = sorted(x[1:5] for x in find_all(TextView(text), RULES, role="tool", engine="hyperscan")[0] if x[0] is cr)
+        assert got == ref and len(ref) == 2000

@@ -160,13 +160,19 @@ class LiteralScanner:
         for lit, ci in self._lowered:
             view.lines_with(lit, ci)
         if self.engine == "hyperscan" and self.gates:
-            for g, lines in zip(self.gates, self._scan_gates(view)):
-                view._hits[gate_key(*g)] = lines
+            found = self._scan_gates(view)
+            if found is not None:  # None: a gate is on most lines, its rule runs over the whole text
+                for g, lines in zip(self.gates, found):
+                    view._hits[gate_key(*g)] = lines
 
-    def _scan_gates(self, view: TextView) -> list[list[int]]:
+    def _scan_gates(self, view: TextView) -> list[list[int]] | None:
         """Per gate, the lines where it may match: where hyperscan finds it, plus every line with a
         non-ASCII character (there ``regex`` and hyperscan read classes such as ``\\d`` differently),
-        plus the lines of a chunk cut short by a dense line (a superset is all a gate promises)."""
+        plus the lines of a chunk cut short by a dense line (a superset is all a gate promises).
+
+        None when a gate holds on more than ``GATE_SHARE`` of the lines (a 100,000-frame trace of
+        ``File.java:12`` lines): the scan stops there, and searching those lines one by one would
+        cost more than one search of the whole text."""
         if self._gate_db is None:
             self._gate_db = _hyperscan_gate_db(self.gates)
         data, starts = self._bytes_view(view)
@@ -177,6 +183,8 @@ class LiteralScanner:
         big = 1 << 62
         state = [0, big, -1, -1, 0]
         br = bisect_right
+        most = GATE_SHARE * nstarts + 64
+        stop = [False]
 
         def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
             e1 = b + state[0] - 1
@@ -194,9 +202,14 @@ class LiteralScanner:
             if last[i] != ln:
                 out[i].append(ln)
                 last[i] = ln
+                if len(out[i]) > most:
+                    stop[0] = True
+                    return True
             return None
 
-        extra = scan_chunked(self._gate_db, data, starts, on_match, state, self._terminated)
+        extra = scan_chunked(self._gate_db, data, starts, on_match, state, self._terminated, stop)
+        if stop[0]:
+            return None
         extra.extend(bytes_view(view)[2])
         if extra:
             out = [sorted(set(lines).union(extra)) for lines in out]
@@ -312,6 +325,7 @@ class LiteralScanner:
 
 
 ASCII_RUN = 64  # lines checked together for non-ASCII characters
+GATE_SHARE = 0.25  # a gate on more of the lines than this is not used (its rule searches the whole text)
 
 
 def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
@@ -346,7 +360,8 @@ def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
 CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-reads at most this much
 
 
-def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated) -> list[int]:
+def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated,
+                 stop: list[bool] | None = None) -> list[int]:
     """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes.
 
     ``state[0]`` is set to each scan's base offset and ``state[3]`` is read as the current line
@@ -368,8 +383,9 @@ def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, term
                 db.scan(data[pos:end], match_event_handler=on_match)
                 pos = end
                 break
-            except terminated:  # a dense line: skip its rest
-                pass
+            except terminated:  # a dense line: skip its rest (or, with ``stop[0]`` set, stop)
+                if stop is not None and stop[0]:
+                    return recheck
             ln = state[3]
             recheck.extend(range(bisect_right(starts, pos) - 1, ln + 1))
             if ln + 1 >= nstarts:
