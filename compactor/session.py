@@ -224,7 +224,10 @@ class Session:
                 hit = copies[i] = (sig, holder[i])
             edited[i] = hit[1]
         self._edited = (index, dict(replace), edited)
-        out = [dict(rec) if isinstance(rec, dict) else rec for rec in records]
+        try:
+            out = list(map(dict.copy, records))  # chat messages are dicts (a plain dict copy of each)
+        except TypeError:
+            out = [dict(rec) if isinstance(rec, dict) else rec for rec in records]
         for i, data in edited.items():
             out[i] = dict(data)
         return out
