@@ -604,7 +604,9 @@ class Compactor:
         texts = state.texts
         vals = list(map(texts.__getitem__, ids))
         dropped = state.dropped
-        replace = {sid: t for sid, t, o in zip(ids, vals, idx.texts) if t is not o and t != o and sid not in dropped}
+        # the texts that are not the original object (found by one identity scan), and of them the changed ones
+        orig = idx.texts
+        replace = {ids[i]: vals[i] for i in changed(orig, vals) if vals[i] != orig[i] and ids[i] not in dropped}
         in_place = doc.disposable and state.writer is None
         edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place)
         writer = state.writer or get_format(doc.format).write
