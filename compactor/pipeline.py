@@ -470,8 +470,8 @@ class Compactor:
                 new.level_at.append(state.level)
         if conv is not None:
             new.segs = list(segs)
-            new.outcomes = dict(state.outcomes)
-            new.texts = dict(state.texts)
+            new.outcomes = state.outcomes  # shared: no stage after this one writes the outcomes
+            new.texts = dict(state.texts)  # copied: the later stages rewrite texts
             nd = new.diag_at[-1] if new.diag_at else 0
             npl = new.ph_at[-1] if new.ph_at else 0
             new.diagnostics = state.diagnostics[len(state.diagnostics) - nd:] if nd else []
