@@ -8,13 +8,14 @@ only its final state. The original bytes are what the store keeps.
 from __future__ import annotations
 
 import regex
+from .lazyre import lazy_regex
 
 __all__ = ["CI_PREFIX", "normalize", "normalize_line", "strip_ansi"]
 
 # CSI (colours, cursor moves, bracketed paste), OSC (titles, hyperlinks), and lone ESC-x pairs.
-_ANSI = regex.compile(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
+_ANSI = lazy_regex(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
 # Timestamps that CI systems put before every line (GitHub Actions / Azure raw logs).
-CI_PREFIX = regex.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+CI_PREFIX = lazy_regex(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 
 
 def strip_ansi(text: str) -> str:

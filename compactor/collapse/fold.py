@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import regex
+from ..lazyre import lazy_regex
 
 __all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summarize", "template_of"]
 
 MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
 MASK_MAX = 1000  # lines longer than this only fold when identical
-_MASK = regex.compile(
+_MASK = lazy_regex(
     r"[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+"  # path-like token
     r"|[A-Fa-f]*+\d[0-9A-Fa-f]*+"  # numbers, hex ids, hashes
 )

@@ -38,6 +38,7 @@ from ..detect import Detector
 from ..engine.matchers import TextView
 from ..normalize import normalize_line
 from .fold import informative, short, summarize, template_of
+from ..lazyre import lazy_regex
 
 if TYPE_CHECKING:  # the store (sqlite) is imported only when folded regions are kept
     from .store import Store
@@ -46,7 +47,7 @@ __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "
            "iter_decoded", "trim", "trim_stream", "trim_text", "trim_to"]
 
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_FILELINE = regex.compile(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
+_FILELINE = lazy_regex(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
 _KEY_CHARS = 200  # a line's shape is its first 200 characters (CI prefix removed), digits masked
 
 

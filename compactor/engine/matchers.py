@@ -33,6 +33,7 @@ from ..normalize import CI_PREFIX
 from .branches import split_any
 from .literals import LiteralScanner, literal_key
 from .records import FLAG_NAMES
+from ..lazyre import lazy_regex
 
 if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans are built on demand
     from ..models import Span
@@ -542,7 +543,7 @@ def _has_lines(view: TextView, first: int, last: int, need: int) -> bool:
     return False
 
 
-_SENTENCE_END = regex.compile(r"[.!?;。！？；]\s|[。！？；]|\n")
+_SENTENCE_END = lazy_regex(r"[.!?;。！？；]\s|[。！？；]|\n")
 
 
 class LiteralRule(CompiledRule):
@@ -609,7 +610,7 @@ class LiteralRule(CompiledRule):
         return out
 
 
-_SENTENCE_END_BACK = regex.compile(r"(?r)[.!?;。！？；]\s|[。！？；]|\n")
+_SENTENCE_END_BACK = lazy_regex(r"(?r)[.!?;。！？；]\s|[。！？；]|\n")
 
 
 def _sentence(line: str, a: int, b: int) -> tuple[int, int]:

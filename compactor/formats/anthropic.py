@@ -29,8 +29,9 @@ from .base import (
     make_segment,
     plan_drops,
 )
+from ..lazyre import lazy_regex
 
-_EXIT = regex.compile(r"\A\s*(?:Error: )?Exit code:? (-?\d+)")
+_EXIT = lazy_regex(r"\A\s*(?:Error: )?Exit code:? (-?\d+)")
 _BLOCKS = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document",
            "server_tool_use", "web_search_tool_result", "search_result", "container_upload")
 
