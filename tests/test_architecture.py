@@ -23,6 +23,7 @@ ROOMS: dict[str, int] = {
     "errors": 0, "version": 0, "syntax": 0, "models": 0, "normalize": 0, "tokens": 0, "config": 0,
     "atomic": 0,               # atomic text-file writes
     "lazyre": 0,               # patterns compiled on first use
+    "plain": 0,                # small records without dataclasses
     "codeview": 0,             # source views, diffs, listings vs log output (pygments)
     "formats": 1,              # read / write edge, input decoding, layout detection
     "engine": 2,               # rule engines (protect, classify, secret, cue), loader, examples, pump

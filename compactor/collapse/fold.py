@@ -7,11 +7,11 @@ only fold when identical), then a comparison with the previous one or two templa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import regex
 from ..lazyre import lazy_regex
+from ..plain import Plain
 
 __all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summarize", "template_of"]
 
@@ -29,11 +29,11 @@ def template_of(line: str) -> str:
     return _MASK.sub("#", line)
 
 
-@dataclass
-class FoldRun:
-    start: int  # index of the first folded line (0-based, in the input)
-    end: int  # index of the last folded line (inclusive)
-    period: int
+class FoldRun(Plain):
+    """``start``: index of the first folded line (0-based, in the input); ``end``: index of the
+    last folded line (inclusive); ``period``: 1 (one template) or 2 (two alternating)."""
+
+    __slots__ = ("start", "end", "period")
 
 
 def find_runs(lines: list[str], protected: Callable[[int], bool] | None = None,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import add
@@ -48,7 +47,6 @@ PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a s
 SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
 
 
-@dataclass
 class TextView:
     """A text split into lines, with offsets, a lazily lowered copy and CI prefixes skipped.
 
@@ -58,15 +56,20 @@ class TextView:
     (``_ci_haystack``): ``str.lower`` on non-ASCII text is several times slower.
     """
 
-    text: str
-    lines: list[str] = field(init=False)
-    starts: list[int] = field(init=False)
-    prefix: list[int] | None = field(init=False, default=None)
-    _lower: str | None = field(init=False, default=None)
-    _hay_ci: tuple | None = field(init=False, default=None, repr=False)
-    _hits: dict = field(init=False, default_factory=dict, repr=False)
+    __slots__ = ("text", "lines", "starts", "prefix", "_lower", "_hay_ci", "_hits")
 
-    def __post_init__(self) -> None:
+    def __init__(self, text: str):
+        self.text = text
+        self.prefix: list[int] | None = None
+        self._lower: str | None = None
+        self._hay_ci: tuple | None = None
+        self._hits: dict = {}
+        self._split()
+
+    def __repr__(self) -> str:
+        return f"TextView(text={self.text!r}, lines={self.lines!r}, starts={self.starts!r}, prefix={self.prefix!r})"
+
+    def _split(self) -> None:
         self.lines = self.text.split("\n")
         self.starts = _line_starts(self.lines)
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
