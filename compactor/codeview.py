@@ -36,7 +36,6 @@ pygments. Deterministic: the same call and output give the same view.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from .lazyre import lazy_re

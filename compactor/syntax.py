@@ -8,7 +8,6 @@ drift apart.
 
 from __future__ import annotations
 
-import regex
 from .lazyre import lazy_regex
 
 __all__ = [

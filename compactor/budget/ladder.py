@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import regex
 
 from ..collapse.older import evidence_spans
 from ..collapse.store import content_id

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-import regex
 from ..lazyre import lazy_regex
 from ..plain import Plain
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-import regex
 
 from ..detect import Detector
 from ..engine.classify import Classification, Classifier

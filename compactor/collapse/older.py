@@ -27,7 +27,6 @@ import json
 import operator
 from typing import Any
 
-import regex
 
 from ..models import Placeholder, SegmentKind
 from ..normalize import normalize

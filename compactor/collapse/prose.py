@@ -9,7 +9,6 @@ code, a table or a path listing. CJK text counts its characters as words.
 
 from __future__ import annotations
 
-import regex
 from ..lazyre import lazy_regex
 
 __all__ = ["prose_lines", "is_prose"]

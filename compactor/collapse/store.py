@@ -33,7 +33,6 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import regex
 
 from ..errors import ConfigError, StoreError
 from ..lazyre import lazy_regex

@@ -31,7 +31,6 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TextIO
 
-import regex
 
 from ..detect import Detector
 from ..engine.matchers import TextView

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from ..normalize import CI_PREFIX
+from ..normalize import CI_PREFIX, ci_prefixed
 from ..syntax import placeholder_safe
 from ..lazyre import lazy_regex
 from .matchers import _compile, _flags
@@ -176,7 +176,7 @@ class Classifier:
     def classify(self, text: str, *, command: str | None = None, exit_code: int | None = None,
                  lines: list[str] | None = None) -> Classification | None:
         lines = lines if lines is not None else text.split("\n")
-        if any(CI_PREFIX.match(line) for line in lines[:5]):
+        if any(map(ci_prefixed, lines[:5])):
             # CI logs (GitHub Actions raw logs): rules see the lines without the timestamp
             text = _CI_PREFIX_LINE.sub("", text)
             lines = text.split("\n")

@@ -25,16 +25,16 @@ from itertools import accumulate
 from operator import add
 from typing import TYPE_CHECKING, Iterable
 
-import regex
-
 from ..errors import RuleTimeout
-from ..normalize import CI_PREFIX
+from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_any
 from .literals import LiteralScanner, literal_key
 from .records import FLAG_NAMES
 from ..lazyre import lazy_regex
 
 if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans are built on demand
+    import regex
+
     from ..models import Span
     from .schema import Rule
 
@@ -74,7 +74,7 @@ class TextView:
         self.starts = _line_starts(self.lines)
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         sample = self.lines[:5]
-        if any(CI_PREFIX.match(line) for line in sample):
+        if any(map(ci_prefixed, sample)):
             self.prefix = [_ci_prefix(line) for line in self.lines]
         # a fuzzing engine's log prefix in front of the target's own output (Centipede's
         # 'CRASH LOG: '): rules see the sanitizer report as the target printed it
@@ -193,6 +193,8 @@ def _flags(names: Iterable[str]) -> int:
 
 @lru_cache(maxsize=4096)
 def _compile(pattern: str, flags: int) -> regex.Pattern:
+    import regex  # imported by the first rule compiled: a short trim that compiles none never pays for it
+
     return regex.compile(pattern, flags)
 
 
@@ -266,7 +268,7 @@ class RegexRule(CompiledRule):
 
     @cached_property
     def whole(self) -> regex.Pattern:
-        return _compile(self.spec.pattern, _flags(self.spec.flags) | regex.MULTILINE)
+        return _compile(self.spec.pattern, _flags(self.spec.flags) | FLAG_NAMES["MULTILINE"])
 
     def find(self, view: TextView, budget: float):
         out = []
@@ -555,15 +557,6 @@ class LiteralRule(CompiledRule):
         spec = rule.literal
         assert spec is not None
         self.spec = spec
-        alts = []
-        for w in sorted(set(spec.words), key=lambda w: (-len(w), w)):
-            e = regex.escape(w)
-            if spec.whole_word and w.isascii() and w[:1].isalnum():
-                e = r"\b" + e
-            if spec.whole_word and w.isascii() and w[-1:].isalnum():
-                e = e + r"\b"
-            alts.append(e)
-        self._alts = "(?:" + "|".join(alts) + ")"
         self.require = [r.lower() for r in spec.require_any]
         self.exclude = [r.lower() for r in spec.exclude]
         if not self.prefilter:
@@ -572,8 +565,23 @@ class LiteralRule(CompiledRule):
             self.ignore_case = not spec.case_sensitive
 
     @cached_property
-    def pat(self) -> regex.Pattern:  # compiled on first use, like the other kinds
-        return _compile(self._alts, 0 if self.spec.case_sensitive else regex.IGNORECASE)
+    def _alts(self) -> str:
+        import regex
+
+        spec = self.spec
+        alts = []
+        for w in sorted(set(spec.words), key=lambda w: (-len(w), w)):
+            e = regex.escape(w)
+            if spec.whole_word and w.isascii() and w[:1].isalnum():
+                e = r"\b" + e
+            if spec.whole_word and w.isascii() and w[-1:].isalnum():
+                e = e + r"\b"
+            alts.append(e)
+        return "(?:" + "|".join(alts) + ")"
+
+    @cached_property
+    def pat(self) -> regex.Pattern:  # compiled on first use, like the other kinds (and so is its alternation)
+        return _compile(self._alts, 0 if self.spec.case_sensitive else FLAG_NAMES["IGNORECASE"])
 
     def find(self, view: TextView, budget: float):
         spec = self.spec

@@ -13,7 +13,6 @@ from the same data, when something asks for it (``RuleSet.rules``).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from ..lazyre import lazy_re
 

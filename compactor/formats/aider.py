@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register

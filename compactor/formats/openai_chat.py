@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register

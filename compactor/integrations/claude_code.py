@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import sys
 import tempfile

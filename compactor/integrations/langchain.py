@@ -22,7 +22,6 @@ read back with ``convert_to_messages``. Install with ``pip install 'compactor[la
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 

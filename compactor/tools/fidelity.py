@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import regex
 
 from ..models import Anchor, Segment
 from ..audit.common import content_words as _words, word_set as _word_set
