@@ -273,6 +273,11 @@ class _Tiktoken:
             self._py_left = 0
         return self._enc
 
+    def warm(self) -> None:
+        """Build tiktoken's encoder now (a long-lived :class:`~compactor.Session` does, so that no
+        turn pays for it)."""
+        self.enc  # noqa: B018 - the property builds it
+
     def _count_py(self, text: str) -> int:
         global _ascii_pieces
         if _ascii_pieces is None:
@@ -353,8 +358,14 @@ def _rank_key(path: Path) -> str | None:
         return None
 
 
-@lru_cache(maxsize=8)
 def get_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
+    """The counter of ENCODING, one per process (``get_counter()`` and
+    ``get_counter("cl100k_base")`` are the same object: its caches and encoder are shared)."""
+    return _get_counter(encoding)
+
+
+@lru_cache(maxsize=8)
+def _get_counter(encoding: str) -> TokenCounter:
     if encoding in ("estimate", "chars/4"):
         return _Estimate()
     source = rank_file(encoding)
@@ -369,6 +380,9 @@ def get_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
     if key is not None and _same_ranks(enc, source):
         RankCache.write(encoding, key, enc)
     return _Tiktoken(enc, f"tiktoken:{encoding}")
+
+
+get_counter.cache_clear = lambda: _get_counter.cache_clear()  # type: ignore[attr-defined]
 
 
 def _load_tiktoken(encoding: str):

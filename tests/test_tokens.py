@@ -227,3 +227,17 @@ def test_a_warm_process_does_not_build_the_tiktoken_encoder_for_a_short_text(tmp
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
     assert out.split() == ["9", "True", "False"]
+
+
+def test_a_session_builds_the_encoder_up_front_so_no_turn_pays_for_it(tmp_path):
+    _tiktoken()
+    env = {**os.environ, "COMPACTOR_CACHE": str(tmp_path / "cache"), "COMPACTOR_STORE": str(tmp_path / "s.sqlite")}
+    code = ("import compactor; from compactor.tokens import get_counter; c = get_counter(); "
+            "print(c._enc is None, end=' '); compactor.Session(); print(c._enc is None)")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)  # writes the cache
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["True", "False"]
+
+
+def test_one_counter_per_encoding_whichever_way_it_is_asked_for():
+    assert get_counter() is get_counter("cl100k_base") is get_counter(encoding="cl100k_base")
