@@ -41,6 +41,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Report": (".models", "Report"),
     "Segment": (".models", "Segment"),
     "Span": (".models", "Span"),
+    "ToolCall": (".models", "ToolCall"),
+    "CallKind": (".models", "CallKind"),
     "Compactor": (".pipeline", "Compactor"),
     "compact": (".pipeline", "compact"),
     "Session": (".session", "Session"),
@@ -92,7 +94,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from .config import CompactorConfig
     from .engine import check_rule_dir, load_rules
     from .formats import REGISTRY as FORMATS, Document, Edits, load_document
-    from .models import Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, Span
+    from .models import Anchor, CallKind, CompactionResult, Diagnostic, Placeholder, Report, Segment, Span, ToolCall
     from .pipeline import Compactor, compact
     from .session import Session
     from .tokens import get_counter
@@ -102,6 +104,7 @@ __all__ = [
     "Anchor",
     "Baseline",
     "BudgetError",
+    "CallKind",
     "CompactionResult",
     "Compactor",
     "CompactorConfig",
@@ -122,6 +125,7 @@ __all__ = [
     "Span",
     "Store",
     "StoreError",
+    "ToolCall",
     "TriggerDecision",
     "TrimOptions",
     "TrimResult",

@@ -16,6 +16,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Anchor",
     "AnchorCursor",
+    "CallKind",
     "ChangeMade",
     "CutItem",
     "CompactionResult",
@@ -39,6 +40,7 @@ __all__ = [
     "SelfCheck",
     "Severity",
     "Span",
+    "ToolCall",
     "UserConstraint",
 ]
 
@@ -64,13 +66,81 @@ class SegmentKind(str, Enum):
     tool_result = "tool_result"
 
 
+class CallKind(str, Enum):
+    """What a tool call does, by the harness's tool vocabulary (``compactor/formats/tools.toml``)."""
+
+    read = "read"
+    edit = "edit"
+    shell = "shell"
+    search = "search"
+    other = "other"
+
+
+class ToolCall:
+    """One tool call as the reader found it: a plain read-only record (built once per call at the
+    reader edge, so cheap: slots, no validation).
+
+    - ``name``: the tool name as written (``None`` when the layout has none);
+    - ``kind``: read / edit / shell / search / other, from the harness vocabulary;
+    - ``paths``: the files or directories its arguments name;
+    - ``command``: the command the reader took from the call (a shell line, ``view <path>``, ...);
+    - ``arguments``: the JSON object the argument text holds, parsed once (``None`` when the text
+      is not a JSON object); read-only by convention, never changed after the read;
+    - ``raw``: the argument text exactly as in the input (the call segment's text).
+    """
+
+    __slots__ = ("name", "kind", "paths", "command", "arguments", "raw")
+
+    name: str | None
+    kind: CallKind
+    paths: tuple[str, ...]
+    command: str | None
+    arguments: dict[str, Any] | None
+    raw: str
+
+    def __init__(self, name: str | None, kind: CallKind, paths: tuple[str, ...], command: str | None,
+                 arguments: dict[str, Any] | None, raw: str) -> None:
+        setter = object.__setattr__
+        setter(self, "name", name)
+        setter(self, "kind", kind)
+        setter(self, "paths", paths)
+        setter(self, "command", command)
+        setter(self, "arguments", arguments)
+        setter(self, "raw", raw)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a ToolCall is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("a ToolCall is read-only")
+
+    def __reduce__(self):
+        return (ToolCall, (self.name, self.kind, self.paths, self.command, self.arguments, self.raw))
+
+    def _key(self) -> tuple:
+        return (self.name, self.kind, self.paths, self.command, self.arguments, self.raw)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCall) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.kind, self.paths, self.command, self.raw))
+
+    def __repr__(self) -> str:
+        return (f"ToolCall(name={self.name!r}, kind={self.kind.value}, paths={self.paths!r}, "
+                f"command={(self.command or '')[:60]!r})")
+
+
 class Segment(Frozen):
     """One piece of conversation text, as a reader found it.
 
     ``origin`` locates the text in the layout's document (a path of keys and indices) so a
     writer can put a compacted text back in the same place. ``step`` is the 1-based step (turn)
-    the segment belongs to: a tool call and its result share a step.
+    the segment belongs to: a tool call and its result share a step. A ``tool_call`` segment
+    carries its typed :class:`ToolCall` (``call``), built once by the reader.
     """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     id: str = Field(description="stable id within the document, e.g. 'm12' or 'm12.1'")
     index: int = Field(ge=0, description="position in conversation order")
@@ -86,6 +156,7 @@ class Segment(Frozen):
     exit_code: int | None = None
     meta: bool = Field(default=False, description="harness text (demonstration, hook output), not authored by the human")
     origin: tuple[str | int, ...] = ()
+    call: ToolCall | None = Field(default=None, description="the typed tool call (tool_call segments only)")
 
 
 class Span(Frozen):

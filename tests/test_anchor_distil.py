@@ -12,6 +12,7 @@ import pytest
 from compactor import compact
 from compactor.anchor import build_anchor, to_json
 from compactor.anchor.files import call_effects
+from compactor.formats.calls import make_call
 from compactor.models import Role, Segment, SegmentKind
 
 from conftest import CORPUS, corpus_path
@@ -95,11 +96,11 @@ def test_a_commit_with_nothing_to_commit_is_no_change_and_a_pure_addition_shows_
     commits = [c.description for c in a.changes_made if "commit" in c.description]
     assert commits == ["ran `git add src/math_utils.py tests/test_math_utils.py && git commit` — commit "
                        "“Add multiply_numbers function with test”"]
-    eff = call_effects("Edit", json.dumps({"file_path": "a.py", "old_string": "def f():\n    return 1",
-                                           "new_string": "def f():\n    return 1\n\ndef g():\n    return 2"}), None)
+    eff = call_effects(make_call("Edit", json.dumps({"file_path": "a.py", "old_string": "def f():\n    return 1",
+                                           "new_string": "def f():\n    return 1\n\ndef g():\n    return 2"}), None))
     assert eff.detail == "added `def g(): ⏎ return 2`"
-    eff = call_effects("Edit", json.dumps({"file_path": "a.py", "old_string": "x = 1\ny = 2",
-                                           "new_string": "x = 3\ny = 2"}), None)
+    eff = call_effects(make_call("Edit", json.dumps({"file_path": "a.py", "old_string": "x = 1\ny = 2",
+                                           "new_string": "x = 3\ny = 2"}), None))
     assert eff.detail == "`x = 1` → `x = 3`"  # the removed line, not the start of the old text
 
 

@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 from compactor.anchor import cues as C
 from compactor.anchor._text import item_id, sentences, split_reason
 from compactor.anchor.files import call_effects, looks_like_file, shell_effects
+from compactor.formats.calls import make_call
 
 
 def ops(tool, args=None, command=None, open_file=""):
     text = json.dumps(args) if isinstance(args, dict) else (args or "")
-    e = call_effects(tool, text, command, open_file)
+    e = call_effects(make_call(tool, text, command), open_file)
     return sorted(e.ops), e.kind
 
 

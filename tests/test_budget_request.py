@@ -242,3 +242,142 @@ def test_log_at_a_quarter_keeps_distinct_errors_over_repeated_warnings(corpus, t
     assert len(kept) >= 0.75 * len(want), (len(kept), len(want))
     assert "Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.0:compile" in out
     assert "more like it, differing in numbers" in out
+
+
+# ------------------------------------------------------------------ the task over the harness's template
+
+TASK_LONG = ("When the weather inputs to `model.run` have a tz-aware index, an internal call to `np.diff(index)` "
+             "returns Timedelta objects instead of nanosecond ints, and the next line throws right away. "
+             "It only shows up with pandas 2; older versions run but print a warning about the conversion "
+             "that we would like to understand before anyone changes the resampling code in this module.")
+WARNING = ["```", "  /venv/lib/python3.11/site-packages/numpy/lib/function_base.py:1243: FutureWarning: Converting "
+           "timezone-aware DatetimeArray to timezone-naive ndarray with 'datetime64[ns]' dtype, which is deprecated "
+           "and will change in a future release of numpy and pandas.",
+           "  \tTo keep the old behavior, pass legacy_index=True.", "```"]
+HARNESS = (["<instructions>", "# Task Instructions", "",
+            "You're a software engineer interacting continuously with a computer by submitting commands.",
+            "Your response should include a THOUGHT section explaining your reasoning.",
+            "You should always run the reproduction script again after each edit.",
+            "Each response should include exactly one bash code block.", "",
+            "<example_response>",
+            "THOUGHT: I need to look at the parser first, so I must list the files.",
+            "```bash", "ls -la", "```", "</example_response>", ""]
+           + [f"Workflow note {i}: read the relevant files, reproduce the issue, then edit the source." for i in range(12)]
+           + ["You must not commit your changes.", "</instructions>"])
+
+
+def harness_request() -> str:
+    return "\n".join(["<pr_description>", "model.run fails on tz-aware inputs", TASK_LONG] + WARNING
+                     + [f"Version detail {i}: numpy 1.26, pandas 2.{i}, python 3.11 on linux." for i in range(8)]
+                     + ["Don't change the public API of model.run().", "</pr_description>", ""] + HARNESS)
+
+
+def test_harness_start_skips_headings_inside_the_pasted_issue():
+    from compactor.anchor.build import harness_start
+
+    text = "<issue>\nBug\n## Environment\nlinux\n</issue>\n\n<instructions>\nDo X.\n</instructions>"
+    assert harness_start(text) == text.index("<instructions>")
+    assert harness_start("Please fix the bug. Don't touch tests/.") is None
+
+
+def test_condensed_request_keeps_the_task_and_cuts_the_harness_template():
+    """The user's constraints and the task's opening are kept; of the harness's instructions only
+    the line that binds stays (its recommendations, worked example and workflow notes are cut),
+    and the recommendations come back only when asked for."""
+    from compactor.anchor.build import harness_start
+
+    text = harness_request()
+    comp = Compactor()
+    spans = comp.detector.detect(text, role="user").spans
+    at = harness_start(text)
+    assert at == text.index("<instructions>")
+    short = condense_request(text, spans, "c-0123456789abcdef", harness_at=at)
+    assert short is not None
+    lines = short.split("\n")
+    assert "Don't change the public API of model.run()." in lines
+    assert "  \tTo keep the old behavior, pass legacy_index=True." in lines  # the cue, not a protect span
+    # the line that runs past the opening keeps its start, cut at a space
+    assert any(ln.startswith(TASK_LONG[:120]) and ln.endswith("[…]") for ln in lines)
+    assert "You must not commit your changes." in lines  # binds, though the harness's
+    for gone in ("Your response should include a THOUGHT section explaining your reasoning.",
+                 "You should always run the reproduction script again after each edit.",
+                 "THOUGHT: I need to look at the parser first, so I must list the files.", "Workflow note 3"):
+        assert not any(gone in ln for ln in lines), gone
+    more = condense_request(text, spans, "c-0123456789abcdef", harness_at=at, keep_advice=True, min_saving=0.0)
+    assert "You should always run the reproduction script again after each edit." in more.split("\n")
+    assert not any("THOUGHT: I need to look" in ln for ln in more.split("\n"))  # an example never binds
+    # without knowing where the harness begins, its recommendations would be kept as constraints
+    plain = condense_request(text, spans, "c-0123456789abcdef")
+    assert "Your response should include a THOUGHT section explaining your reasoning." in plain.split("\n")
+
+
+def test_at_the_floor_the_users_constraint_is_kept_and_the_harness_is_condensed(tmp_path):
+    msgs = conversation()
+    msgs[1] = {"role": "user", "content": harness_request()}
+    comp = Compactor(store=str(tmp_path / "s"))
+    with pytest.raises(BudgetError) as ei:
+        comp.compact(msgs, budget=20)
+    floor = ei.value.floor
+    res = comp.compact(msgs, budget=floor)
+    assert reread_tokens(res) <= floor
+    req = next(m["content"] for m in res.messages if m["role"] == "user" and "model.run fails" in str(m["content"]))
+    assert "Don't change the public API of model.run()." in req
+    assert "To keep the old behavior, pass legacy_index=True." in req
+    assert "You must not commit your changes." in req
+    assert "should include a THOUGHT section" not in req and "Workflow note" not in req
+    ref = re.search(r"\[the whole request: expand (c-[0-9a-f]{16})\]", req).group(1)
+    assert comp.expand(ref) == harness_request()  # everything cut is one reference away
+    cut = {c.what for c in res.report.cut}
+    assert "newest request: the harness's recommendations (kept condensed)" in cut
+    # with room (the whole request alone would fill it), the recommendations come back with the rest
+    budget = COUNT(harness_request())
+    roomy = comp.compact(msgs, budget=budget)
+    req2 = next(m["content"] for m in roomy.messages if m["role"] == "user" and "model.run fails" in str(m["content"]))
+    assert "You should always run the reproduction script again after each edit." in req2
+    assert "[the whole request: expand" in req2 and "Workflow note" not in req2 and reread_tokens(roomy) <= budget
+
+
+def test_corpus_pvlib_keeps_the_quoted_warnings_constraint_at_15_percent(corpus, tmp_path):
+    """pvlib's task quotes a numpy warning ("To keep the old behavior, pass ..."); at 15% the
+    condensed request keeps it, with the task's bug description, and cuts the harness's worked
+    example and recommendations; the whole request is one reference away."""
+    path = corpus / "mini-swe-agent" / "pvlib__pvlib-python-1072.deepseek_reasoner_dev.traj.json"
+    if not path.exists():
+        pytest.skip("pvlib trajectory not in the corpus")
+    doc = load_document(path)
+    budget = math.ceil(sum(COUNT(s.text) for s in doc.segments) * 0.15)
+    comp = Compactor(store=str(tmp_path / "s"))
+    res = comp.compact(str(path), budget=budget)
+    assert reread_tokens(res) <= budget
+    from compactor.budget.measure import read_back
+
+    back = read_back(res.format, res.messages)  # the written output, read back as its layout
+    text = next(s.text for s in back.segments if s.role.value == "user" and "pr_description" in s.text)
+    assert "To keep the old behavior, pass 'dtype=\"datetime64[ns]\"'." in text
+    assert "an internal call to `np.diff(index)` returns an array of `Timedelta` objects" in text
+    assert "You MUST use this EXACT command to submit:" in text and "Do NOT commit your changes." in text
+    assert "I need to understand the Builder-related code." not in text
+    ref = re.search(r"\[the whole request: expand (c-[0-9a-f]{16})\]", text).group(1)
+    whole = next(s.text for s in doc.segments if s.role.value == "user" and "pr_description" in s.text)
+    assert comp.expand(ref) == whole
+
+
+def test_evidence_after_a_harness_heading_is_never_cut():
+    """A user's own message can have an "## Environment" heading (the harness rule's mark): what
+    follows it is read as template, but its errors, traces and file:line lines stay, and only its
+    recommendations and prose are cut."""
+    from compactor.anchor.build import harness_start
+
+    text = "\n".join(["Please fix the invoice rounding bug.", "## Environment", "python 3.11 on linux"]
+                     + FILLER[:25] + ["You should run the tests with -x.", "Traceback (most recent call last):",
+                                      '  File "billing/round.py", line 88, in round_amount',
+                                      "ValueError: cannot round 12.5 to 0 decimals"])
+    at = harness_start(text)
+    assert at == text.index("## Environment")
+    short = condense_request(text, Compactor().detector.detect(text, role="user").spans, "c-0123456789abcdef",
+                             harness_at=at)
+    lines = short.split("\n")
+    for want in ("Traceback (most recent call last):", '  File "billing/round.py", line 88, in round_amount',
+                 "ValueError: cannot round 12.5 to 0 decimals"):
+        assert want in lines, want
+    assert "You should run the tests with -x." not in lines and not any("Background note 3" in ln for ln in lines)

@@ -16,6 +16,7 @@ from typing import Any
 from ..models import (
     Anchor,
     AnchorCursor,
+    CallKind,
     ChangeMade,
     Decision,
     Evidence,
@@ -32,9 +33,11 @@ from ..models import (
     Segment,
     SegmentKind,
     Span,
+    ToolCall,
     UserConstraint,
 )
 from ..codeview import View, call_kind, classify, split_commands
+from ..formats.calls import call_of, vocabulary
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
@@ -83,15 +86,10 @@ def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span]
 
 _CHAT_COMMAND = lazy_regex(r"^\s*/([a-z][a-z-]{1,20})(?:\s+|$)")
 _REQUEST_COMMANDS = frozenset({"ask", "code", "architect", "copy-context", "context", "help"})
+_VOCAB = vocabulary()
 _FINISH_TOOLS = frozenset({"submit", "finish", "attempt_completion", "task_complete", "complete_task", "done"})
-# where a task statement ends and the harness's instructions begin
-_HARNESS_PART = lazy_regex(
-    r"^[ \t]*(?:INSTRUCTIONS:|<instructions>|#+ *Task Instructions|NOTE ABOUT THE EDIT COMMAND|IMPORTANT TIPS:|"
-    r"#+ *Environment\b|\*\*CRITICAL|<IMPORTANT>|Remember, YOU|Follow these steps to resolve the issue|"
-    r"Can you help me implement the necessary changes|Your task is to make the minimal changes|"
-    r"I've already taken care of all changes to any of the test files|--- DEMONSTRATION ---)",
-    C.regex.M,
-)
+# where a task statement ends and the harness's instructions begin (rules/cue/cue.harness-part.toml)
+_HARNESS_PART = C.HARNESS_PART
 # a pasted issue / PR text: the reporter's prose, not the user's constraints
 _ISSUE_BLOCK = lazy_regex(
     r"<(issue_description|pr_description|issue)>.*?(?:</\1>|\Z)|^ISSUE:\n.*?(?=^INSTRUCTIONS:|\Z)", C.regex.S | C.regex.M)
@@ -115,6 +113,20 @@ def _own_words(text: str) -> tuple[str, str]:
         issue = "\n".join(x.group(0) for x in _ISSUE_BLOCK.finditer(own))
         own = _ISSUE_BLOCK.sub("\n", own)
     return own, issue
+
+
+def harness_start(text: str) -> int | None:
+    """Where the harness's instructions appended to a task begin: the first harness heading
+    (``<instructions>``, ``INSTRUCTIONS:``, ``## Environment``, ...) that is not inside a pasted
+    issue / PR block opened before it. None when the text has none (a user's own message)."""
+    hits = list(_HARNESS_PART.finditer(text))
+    if not hits:
+        return None
+    blocks = [(b.start(), b.end()) for b in _ISSUE_BLOCK.finditer(text)] if "<" in text or "ISSUE:" in text else []
+    for m in hits:
+        if not any(a < m.start() < b for a, b in blocks):
+            return m.start()
+    return None
 
 
 _EDITOR_VERB = lazy_regex(r"^(view|create|str_replace|insert|undo_edit)\s+(\S+)\s*$")
@@ -180,17 +192,13 @@ def _revises(prev: IntentItem | None, text: str) -> bool:
 _REPLACES = lazy_regex(r"(?i)\b(?:instead|rather than|not|no longer)\b|而不是|改成|改为|换成|不要")
 
 
-def _finish_message(text: str) -> str:
+def _finish_message(text: str, call: ToolCall | None) -> str:
+    """The final message of a finishing call: its message-like arguments when its text is JSON
+    (the arguments, or a command made of them), else the text."""
     t = text.strip()
-    if t.startswith("{"):
-        try:
-            import json
-
-            d = json.loads(t)
-            if isinstance(d, dict):
-                return " ".join(str(v) for k, v in d.items() if isinstance(v, str) and k in ("message", "thought", "summary", "result", "text"))
-        except ValueError:
-            return t
+    if t.startswith("{") and call is not None and call.arguments is not None:
+        d = call.arguments
+        return " ".join(str(v) for k, v in d.items() if isinstance(v, str) and k in ("message", "thought", "summary", "result", "text"))
     return t
 
 
@@ -813,7 +821,7 @@ class _State:
         changed (files written by a shell here-document or a script, files the editor created)."""
         for path, created, deleted, removed, added in _parse_diff(text):
             p = self._canon(path)
-            described = any(p in c.files and c.tool and c.tool not in _SHELL_TOOLS and "`" in c.description
+            described = any(p in c.files and c.tool and not _VOCAB.is_kind(c.tool, CallKind.shell) and "`" in c.description
                             for c in self.changes.values())
             if described:
                 continue
@@ -877,12 +885,13 @@ class _State:
         self.awaiting = []
         self.acted = True
         self.answered = True
+        call = call_of(seg)
         name = (seg.tool_name or "").lower()
         cmd0 = (seg.command or raw or "").strip()
         if name in _FINISH_TOOLS or cmd0 in _FINISH_TOOLS or "COMPLETE_TASK_AND_SUBMIT" in cmd0:
             self.finished = True
-            self._final_message(_finish_message(seg.command or raw), step)
-        eff = call_effects(seg.tool_name, raw, seg.command, self.open_file)
+            self._final_message(_finish_message(seg.command or raw, call), step)
+        eff = call_effects(call, self.open_file)
         if seg.command and not eff.ops and eff.kind in ("other", "shell"):
             _editor_verb_call(eff, seg.tool_name or "", seg.command, raw)
         commit = ""
@@ -1396,7 +1405,6 @@ _ADDED_BLOCK = lazy_regex(r"^Added \S+ to the chat[ \t]*(?:\nAdded \S+ to the ch
 _CWD = lazy_regex(r"<cwd>[^<\n]+</cwd>")
 _GAVE_UP = lazy_regex(r"(?i)^(?:it seems (?:that )?)?(?:I (?:am|was) )?(?:unable to|could not|couldn't|was not able to|failed to)\b|无法|未能")
 _APPLIED_EDIT = lazy_regex(r"^Applied edit to (\S+?)\s*$", C.regex.M)
-_SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command", "Bash"})
 _DIFF_FILE = lazy_regex(r"^\+\+\+ (\S+)|^--- (\S+)")
 _HUNK = lazy_regex(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 _DIFF_CHARS = 300

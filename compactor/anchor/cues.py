@@ -45,8 +45,26 @@ CONSTRAINT = lazy_regex(
     r"|\b(?:must|must not|mustn't|is not allowed|are not allowed|is required|are required|required to|forbidden|mandatory)\b"
     r"|\b(?:compatible with|backwards?[- ]compatible|without (?:using|changing|modifying|touching|breaking|adding|impacting))\b"
     r"|\b(?:only|never) (?:use|modify|change|touch|edit)\b"
+    r"|\bto keep (?:the )?(?:old|previous|current|existing|original|same|legacy) (?:behaviou?rs?|output|format|api|semantics|results?)\b"
     r"|\bplease (?:do not|don't|avoid|keep|make sure|ensure|only|never|always)\b"
     r"|不要|不能|不得|不许|不允许|禁止|必须|务必|一定要|只能|只用|别(?:用|改|动|碰)|兼容|避免|保证|确保|不用|不需要",
+    I,
+)
+
+# where a harness's instruction template begins after the task it wraps
+HARNESS_PART = lazy_regex(
+    r"^[ \t]*(?:INSTRUCTIONS:|<instructions>|#+ *Task Instructions|NOTE ABOUT THE EDIT COMMAND|IMPORTANT TIPS:|"
+    r"#+ *Environment\b|\*\*CRITICAL|<IMPORTANT>|Remember, YOU|Follow these steps to resolve the issue|"
+    r"Can you help me implement the necessary changes|Your task is to make the minimal changes|"
+    r"I've already taken care of all changes to any of the test files|--- DEMONSTRATION ---)",
+    regex.M,
+)
+
+# a recommendation that does not bind (no must / do not / only / ...): a harness's "you should ..."
+ADVISORY = lazy_regex(
+    r"^(?!.{401})(?!.*\b(?:must|mustn't|do not|don't|dont|never|only|at least|at most|no more than|avoid|ensure|make sure|without|"
+    r"cannot|can't|may not|should not|shouldn't|not allowed|forbidden|prohibited|required|mandatory)\b)"
+    r".*\b(?:should|need to|needs to|always|recommended)\b",
     I,
 )
 
@@ -275,7 +293,8 @@ _RULE_OF = {
     "cue.reject": "REJECT", "cue.clarify": "CLARIFY", "cue.new-request": "NEW_REQUEST", "cue.additive": "ADDITIVE",
     "cue.ack": "ACK", "cue.confirm": "CONFIRM", "cue.assumption": "ASSUMPTION", "cue.question": "QUESTION_CUE",
     "cue.hedge": "HEDGE", "cue.next-step": "NEXT_STEP", "cue.finished": "FINISHED", "cue.asks-user": "ASKS_USER",
-    "cue.chrome-fact": "CHROME_FACT",
+    "cue.chrome-fact": "CHROME_FACT", "cue.advisory": "ADVISORY",
+    "cue.harness-part": "HARNESS_PART",
 }
 _CUE_KEY = {"DECISION": "decision", "DEAD_END": "dead_end", "CONSTRAINT": "constraint", "QUESTION_CUE": "question",
             "ASSUMPTION": "assumption", "NEXT_STEP": "next_step", "HEDGE": "hedge", "RELAX": "relax"}

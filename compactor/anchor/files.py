@@ -1,6 +1,7 @@
 """What a tool call did to files and to the environment, read from its arguments.
 
-:func:`call_effects` looks at one tool call (its tool name, its argument text, its command) and
+:func:`call_effects` looks at one typed tool call (:class:`~compactor.models.ToolCall`: its tool
+name, its parsed arguments, its command, as the reader found them) and
 returns the files it read / wrote / deleted and whether it changed state otherwise (package
 installs, git commits, ...). It understands:
 
@@ -20,12 +21,14 @@ Only what the arguments say is reported; a script that writes files from inside 
 
 from __future__ import annotations
 
-import json
-import shlex  # noqa: F401  (shlex.join for argv lists)
+import shlex
 from dataclasses import dataclass, field
 
 import regex
 from ..lazyre import lazy_regex
+
+from ..formats.calls import command_value, vocabulary
+from ..models import CallKind, ToolCall
 
 __all__ = ["CallEffects", "call_effects", "looks_like_file", "norm_path", "shell_effects"]
 
@@ -104,11 +107,10 @@ def _norm_name(name: str | None) -> str:
     return _NON_ALNUM.sub("", (name or "").lower())
 
 
-_EDITOR = {"strreplaceeditor", "fileeditor", "strreplacebasededittool", "texteditor", "edittool",
-           "texteditor20250124", "strreplaceeditortool", "editor"}
-_SHELL = {"bash", "executebash", "shell", "runshellcommand", "terminal", "execcommand", "localshell",
-          "run", "runcommand", "cmdrun", "executecommand", "sh", "zsh", "powershell", "containerexec", "shellcommand",
-          "bashtool", "executeshell", "runterminalcmd"}
+# file editors and shells: the harnesses' tool vocabulary (compactor/formats/tools.toml); the
+# finer tables below say what a file tool does to its file (reads, writes, changes, deletes)
+_EDITOR = vocabulary().keys(editors=True)
+_SHELL = vocabulary().keys(CallKind.shell)
 _READ_TOOLS = {"read", "readfile", "view", "viewfile", "open", "openfile", "cat", "notebookread", "readmanyfiles"}
 _WRITE_TOOLS = {"write", "writefile", "create", "createfile", "writetofile", "newfile"}
 _EDIT_TOOLS = {"edit", "multiedit", "replace", "editfile", "notebookedit", "insert", "append", "strreplace",
@@ -159,37 +161,15 @@ def _new_lines(old: object, new: object, n: int = _NEW_LINES_CHARS) -> str:
     return " ⏎ ".join(out)
 
 
-def _parse_args(text: str) -> dict | None:
-    t = text.lstrip()
-    if not t.startswith("{"):
-        return None
-    try:
-        v = json.loads(t)
-    except (ValueError, RecursionError):
-        return None
-    return v if isinstance(v, dict) else None
-
-
-def _command_text(value: object) -> str | None:
-    """A shell command from a ``command`` argument: a string, or an argv list (``["bash", "-lc", "..."]``)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
-        if len(value) >= 3 and value[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and value[1] in ("-c", "-lc", "-ic"):
-            return value[2]
-        return shlex.join(value)
-    return None
-
-
-def call_effects(tool_name: str | None, text: str, command: str | None, open_file: str = "") -> CallEffects:
+def call_effects(call: ToolCall, open_file: str = "") -> CallEffects:
     """Effects of one tool call. ``open_file`` is the file an editor-style agent has open."""
-    name = _norm_name(tool_name)
-    args = _parse_args(text) if text else None
+    name = _norm_name(call.name)
+    args = call.arguments
     eff = CallEffects()
     if args is not None:
         _json_call(eff, name, args, open_file)
         return eff
-    cmd = command if command else text
+    cmd = call.command if call.command else call.raw
     if not cmd:
         return eff
     first = cmd.strip().split(None, 1)[0] if cmd.strip() else ""
@@ -290,7 +270,7 @@ def _json_call(eff: CallEffects, name: str, args: dict, open_file: str) -> None:
             eff.add(path, DELETE)
             eff.action = f"delete {norm_path(path)}"
         return
-    cmd = _command_text(args.get("command")) or _command_text(args.get("cmd"))
+    cmd = command_value(args.get("command")) or command_value(args.get("cmd"))
     if cmd is not None and (name in _SHELL or not path):
         eff.kind = "shell"
         eff.action = _first_line(cmd)

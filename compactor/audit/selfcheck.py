@@ -202,6 +202,7 @@ def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) ->
     observations), as the anchor's own call reader classifies the paired call."""
     try:
         from ..anchor.files import call_effects
+        from ..formats.calls import NOT_JSON, call_of, make_call
     except ImportError:  # pragma: no cover
         return set()
     calls = {s.call_id: s for s in segments if s.kind == SegmentKind.tool_call and s.call_id}
@@ -216,9 +217,18 @@ def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) ->
                 if hit[2]:
                     out.add(s.id)
                 continue
-        text = c.text if c is not None else (s.command or "")
+        # the paired call's arguments under the result's tool name and command (a reader may pair a
+        # result with a call of the same id but another command: SWE-agent replays); an unpaired
+        # result: its tool name and command
+        if c is None:
+            call = make_call(s.tool_name, s.command or "", s.command)
+        else:
+            cc = call_of(c)
+            if (cc.name, cc.command) != (s.tool_name, s.command):
+                cc = make_call(s.tool_name, cc.raw, s.command, cc.arguments if cc.arguments is not None else NOT_JSON)
+            call = cc
         try:
-            kind = call_effects(s.tool_name, text, s.command).kind
+            kind = call_effects(call).kind
         except Exception:  # noqa: BLE001 - classification is best effort
             continue
         if memo is not None:

@@ -422,6 +422,8 @@ class _Escalation:
         if plan.condensed is None or any(it.whole_request for it in chosen):
             return {}
         sid, short, _ref = plan.condensed
+        if plan.condensed_more is not None and any(it.request_more for it in chosen):
+            return {sid: plan.condensed_more}
         return {sid: short}
 
     def ladder_candidate(self, chosen: list, budget: int) -> tuple[set[str], str]:
@@ -439,7 +441,7 @@ class _Escalation:
         from .ladder import _SHORT_HEAD
 
         whole_head = any(it.label == "live error header" for it in chosen)
-        lines = [it for it in chosen if not it.unit_ids and not it.whole_request
+        lines = [it for it in chosen if not it.unit_ids and not it.whole_request and not it.request_more
                  and not (whole_head and it.label == _SHORT_HEAD)
                  and not (_bare(it.text) and _bare(it.text) in kept_text)]
         segs = [s for s in self.state.segments if s.id in dropped]
@@ -473,12 +475,14 @@ class _Escalation:
         extra: list = []
         sections = {it.section for it in floor_items}
         turns_open = True
+        req_now = self.counter.count(plan.condensed[1]) if plan.condensed is not None else 0
         for it in plan.items:
             if it.floor:
                 continue
-            if it.whole_request and plan.condensed is not None:
-                sid, short, _ref = plan.condensed
-                cost = (self.tok[sid] - self.counter.count(short)) * (1 + len(mirrors.get(sid, ()))) + 4
+            if (it.whole_request or it.request_more) and plan.condensed is not None:
+                sid = plan.condensed[0]
+                size = self.tok[sid] if it.whole_request else self.counter.count(plan.condensed_more or "")
+                cost = (size - req_now) * (1 + len(mirrors.get(sid, ()))) + 4
             elif it.unit_ids:
                 if it.label == "turn" and not turns_open:
                     continue
@@ -490,7 +494,9 @@ class _Escalation:
             if cost <= room:
                 room -= cost
                 extra.append(it)
-                if not it.unit_ids and not it.whole_request:
+                if it.whole_request or it.request_more:
+                    req_now = size
+                elif not it.unit_ids:
                     sections.add(it.section)
             elif it.label == "turn":
                 turns_open = False  # kept turns stay a contiguous tail

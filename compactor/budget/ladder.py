@@ -5,10 +5,12 @@ because the protected evidence alone is larger. A budget is a contract, so prote
 order of priority instead of a reason to refuse:
 
 1. the newest user request and the user constraints (verbatim). A long request that does not fit
-   whole is kept in its place as its opening lines plus every line that holds a constraint, an
-   error, a trace line or a ``file:line``, each gap marked ``[… N lines]`` and the whole request
-   one reference away (``[the whole request: expand c-…]``); the whole request is the first thing
-   put back when the budget allows it;
+   whole is kept in its place as the task's opening plus every line of the task that holds a
+   constraint, an error, a trace line or a ``file:line``, and of the harness's template appended
+   to it only the lines that bind (:func:`condense_request`), each gap marked ``[…]`` and the
+   whole request one reference away (``[the whole request: expand c-…]``); the whole request is
+   the first thing put back when the budget allows it (the harness's recommendations alone come
+   with the rest, priority 6);
 2. live evidence: the latest failure's error line, trace header, innermost frames with
    ``file:line``, exit code, final summary line and its other error lines, lines that differ
    only in numbers told once with their count (``… (+44 more like it, differing in numbers)``);
@@ -27,7 +29,7 @@ so ``compactor expand`` gives every cut text back exactly. The report lists what
 priority (``Report.cut``).
 
 The floor — the smallest output the ladder can write — is the newest request (condensed, when it
-is long), the user constraints and the live error's header line (plus the one-line reference
+is long: the task and the lines that bind), the user constraints and the live error's header line (plus the one-line reference
 marker). Below it the
 budget cannot be met and :class:`~compactor.errors.BudgetError` names the floor.
 """
@@ -113,6 +115,7 @@ class LadderItem:
     section: str = ""
     unit_ids: tuple[str, ...] = ()  # a kept unit (priority 6 turns, the system prompt)
     whole_request: bool = False  # the newest request whole, in place of its condensed form
+    request_more: bool = False  # the condensed request with the harness's recommendations too
     floor: bool = False  # part of the floor: never cut
     originals: dict[str, str] = field(default_factory=dict)  # ref -> original text to store
 
@@ -125,6 +128,9 @@ class Plan:
     # (segment id, condensed text, reference to the whole) when the newest request is long: the
     # condensed text is written unless the ``whole_request`` item is chosen
     condensed: tuple[str, str, str] | None = None
+    # the condensed request with the recommendations of the harness's instructions put back (written
+    # when the ``request_more`` item is chosen and the whole one is not); None when it is the same
+    condensed_more: str | None = None
 
 
 def _ref(text: str) -> str:
@@ -257,19 +263,36 @@ def _live_lines(seg: Segment, spans: list[Span], lang: str = "en") -> tuple[list
     return grouped, told
 
 
-def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en") -> str | None:
+def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en", *, harness_at: int | None = None,
+                     keep_advice: bool = False, min_saving: float = _MIN_SAVING) -> str | None:
     """The newest request shortened for a tight budget, in reading order:
 
-    - its opening: whole lines up to about ``_HEAD_CHARS`` characters (a line that would run past
-      that is cut at a space and ends in ``[…]``);
-    - every other line that holds a constraint, an error, a trace line or a ``file:line``: whole
-      when it is short, else only those pieces, verbatim, joined by ``[…]``;
+    - its opening: the task's first lines up to about ``_HEAD_CHARS`` characters (the line that
+      runs past that keeps its start, cut at a space, and ends in ``[…]``);
+    - every other line that holds a constraint (a constraint span, or a sentence the anchor's
+      constraint cue recognises: "pass X to keep the old behavior"), an error, a trace line or a
+      ``file:line``: whole when it is short, else only those pieces, verbatim, joined by ``[…]``;
+    - except, in the harness's instructions appended to the task (from ``harness_at``, see
+      :func:`compactor.anchor.build.harness_start`; the same template in every run, not the
+      user's words), a worked example (``<example_response>``) and a recommendation that does
+      not bind (``cue.advisory``: "you should ...", "always ..."; kept with ``keep_advice``).
+      The rest of the template (how to format a reply, the workflow) has no such line and is
+      cut; the harness's lines never count towards the opening;
     - ``[…]`` for every gap, and the reference to the whole request on the last line.
 
-    None when that would not save at least ``_MIN_SAVING`` of the text."""
+    None when that would not save at least ``min_saving`` of the text."""
+    from ..anchor import cues as C
+    from ..anchor._text import _TAG_BLOCK, sentences
+    from ..anchor.cues import CUES
+
     h = _H.get(lang, _H["en"])
     gap_mark = h["gap"]
     lines = text.split("\n")
+    starts: list[int] = []
+    pos = 0
+    for ln in lines:
+        starts.append(pos)
+        pos += len(ln) + 1
     found_pieces: set[str] = set()
     for sp in spans:
         if sp.family not in _REQUEST_FAMILIES:
@@ -280,36 +303,60 @@ def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en") -
                 found_pieces.update(m.group(0) for m in _FRAME.finditer(ln))
             elif len(ln) >= 4:
                 found_pieces.add(ln)
+    cue = CUES["constraint"]
+    for ln in lines:
+        if not ln.strip():
+            continue
+        low = ln.lower()
+        if not cue.possible(low):
+            continue
+        for sent in sentences(ln):
+            if len(sent) >= 4 and cue.search(sent):
+                found_pieces.add(sent)
     pieces = sorted(found_pieces)
+    # in the harness's part, a worked example (``<example_response>``) is not an instruction
+    examples = [(m.start(), m.end()) for m in _TAG_BLOCK.finditer(text, harness_at)] if harness_at is not None else []
     out: list[str] = []
     used = 0
     in_head = True
     dropped_any = False
-    for ln in lines:
+
+    def gap() -> None:
+        nonlocal dropped_any
+        if out and not out[-1].endswith(gap_mark):
+            out.append(gap_mark)
+        dropped_any = True
+
+    for ln, at in zip(lines, starts):
         s = ln.strip()
+        harness = harness_at is not None and at >= harness_at
+        if harness:
+            in_head = False
+        head_cut = 0  # the start of the line that runs past the opening: kept, cut at a space
         if in_head:
-            if used + len(ln) <= _HEAD_CHARS or not used:
-                if len(ln) > _HEAD_CHARS:  # a first line longer than the opening: its start
-                    cut = ln.rfind(" ", 0, _HEAD_CHARS)
-                    out.append(ln[: cut if cut > _HEAD_CHARS // 2 else _HEAD_CHARS].rstrip() + " " + gap_mark)
-                    dropped_any = True
-                    in_head = False
-                else:
-                    out.append(ln)
+            if used + len(ln) <= _HEAD_CHARS:
+                out.append(ln)
                 used += len(ln) + 1
                 continue
             in_head = False
-        found = [p for p in pieces if p in s] if s else []
-        if not found:
-            if out and not out[-1].endswith(gap_mark):
-                out.append(gap_mark)
-            dropped_any = True
+            room = _HEAD_CHARS - used
+            if room >= _HEAD_CHARS // 5 and s:
+                lead_ws = len(ln) - len(ln.lstrip())
+                cut = s.rfind(" ", 0, room)
+                head_cut = cut if cut > room // 2 else room
+        if harness and (any(a <= at < b for a, b in examples) or (not keep_advice and C.ADVISORY.search(s))):
+            gap()  # an example, or a recommendation ("you should ..."): not a line that binds
             continue
-        if len(ln) <= _LONG_LINE:
+        found = [p for p in pieces if p in s] if s else []
+        if not found and not head_cut:
+            gap()
+            continue
+        if len(ln) <= _LONG_LINE and found:
             out.append(ln)
             continue
-        # a long line: only its pieces, in the order they appear (nested pieces once)
-        spans_at: list[tuple[int, int]] = []
+        # a long line (or the line that ends the opening): only its pieces, in the order they
+        # appear (nested pieces once)
+        spans_at: list[tuple[int, int]] = [(0, head_cut)] if head_cut else []
         for p in found:
             i = s.find(p)
             spans_at.append((i, i + len(p)))
@@ -322,16 +369,19 @@ def condense_request(text: str, spans: list[Span], ref: str, lang: str = "en") -
                 merged.append([a, b])
         if merged[0][0] <= 4 and not s[: merged[0][0]].strip(" -*•0123456789.)"):
             merged[0][0] = 0  # a list bullet or number before the first piece stays with it
-        parts = [s[a:b] for a, b in merged]
+        parts = [s[a:b].strip() for a, b in merged]
         lead = "" if merged[0][0] == 0 else gap_mark + " "
+        if head_cut and merged[0][0] == 0:
+            lead = ln[:lead_ws]
         tail = "" if merged[-1][1] >= len(s) else " " + gap_mark
         out.append(lead + f" {gap_mark} ".join(parts) + tail)
-        dropped_any = True
+        if tail or len(merged) > 1 or lead.startswith(gap_mark):
+            dropped_any = True
     if not dropped_any:
         return None
     out.append(h["whole"].format(ref=ref))
     short = "\n".join(out)
-    if len(short) > len(text) * (1 - _MIN_SAVING):
+    if len(short) > len(text) * (1 - min_saving):
         return None
     return short
 
@@ -354,12 +404,24 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
             request_ids = (req.id,)
     # 1 ------------------------------------------------------------- the request, constraints
     condensed = None
+    more = None
     if req is not None:
+        from ..anchor.build import harness_start
+
         rref = _ref(req.text)
         rspans = request_spans if request_spans is not None else spans_by_seg.get(req.id, [])
-        short = condense_request(texts.get(req.id, req.text), rspans, rref, lang)
+        rtext = texts.get(req.id, req.text)
+        at = harness_start(rtext)
+        # the floor holds the user's task (its opening, constraints, errors, frames) and the lines
+        # of the harness's instructions that bind; the whole request is the first thing put back,
+        # the harness's recommendations alone come with the rest (priority 6)
+        short = condense_request(rtext, rspans, rref, lang, harness_at=at)
         if short is not None:
             condensed = (req.id, short, rref)
+            if at is not None:
+                more = condense_request(rtext, rspans, rref, lang, harness_at=at, keep_advice=True, min_saving=0.0)
+                if more is None or more == short:
+                    more = None
             items.append(LadderItem(1, "newest request (whole; kept condensed)", "", req.step_id, rref,
                                     whole_request=True))
     for c in anchor.user_constraints:
@@ -509,6 +571,10 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
     # 6 ------------------------------------------------------------- the rest
     if live is not None and whole_head is not None:
         items.append(whole_head)  # the live header's whole line, when the floor holds only its start
+    if condensed is not None and more is not None:
+        # the harness's recommendations ("you should ...") in the request: the first of the rest
+        items.append(LadderItem(6, "newest request: the harness's recommendations (kept condensed)", "",
+                                req.step_id, condensed[2], request_more=True))
     pinned_sys = []
     free = []
     for u in units:
@@ -531,7 +597,7 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
         if not key or key in covered or not text.strip():
             continue
         items.append(LadderItem(6, "anchor item", text.rstrip(), section=h[6]))
-    return Plan(items, request_ids, live_ref, condensed)
+    return Plan(items, request_ids, live_ref, condensed, more)
 
 
 def render(items: list[LadderItem], marker: str) -> str:

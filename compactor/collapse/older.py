@@ -28,7 +28,8 @@ import operator
 from typing import Any
 
 
-from ..models import Placeholder, SegmentKind
+from ..formats.calls import NOT_JSON, call_of, parse_arguments
+from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
 from ..lazyre import lazy_regex
 
@@ -103,12 +104,15 @@ def _evidence_view(text: str, spans, ref: str) -> str | None:
     return "\n".join(out)
 
 
-def _shorten_args(text: str, ref: str) -> str | None:
-    """The call with each long argument body replaced by a reference line, or None."""
-    try:
-        args = json.loads(text)
-    except (ValueError, RecursionError):
-        args = None
+def _shorten_args(text: str, ref: str, call: ToolCall) -> str | None:
+    """The call with each long argument body replaced by a reference line, or None. ``text`` is
+    the call's current text: its reader's parsed arguments serve while it is the text read."""
+    if call.arguments is not None and text == call.raw:
+        args: Any = call.arguments
+    else:  # rewritten by an earlier stage, or not a JSON object: the edge's one parser
+        args = parse_arguments(text)
+        if args is NOT_JSON:
+            args = None
     if isinstance(args, dict):
         changed = False
         new: dict[str, Any] = {}
@@ -321,7 +325,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             if len(text) < _BODY_CHARS and text.count("\n") + 1 < _BODY_LINES and "\\n" not in text:
                 continue
             ref = store.put(seg.text.encode("utf-8", errors="surrogatepass"))
-            new = _shorten_args(text, ref)
+            new = _shorten_args(text, ref, call_of(seg))
             if new is None:
                 continue
             sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()

@@ -152,7 +152,7 @@ class AgentLogFormat(Format):
                     k += 1
                 if run < end:
                     add(role=Role.assistant, kind=SegmentKind.message, text=_body(lines, run, end), origin=(run, end))
-        return Document(self.name, lines, segments, probe.raw.source)
+        return self.new_document(lines, segments, probe.raw.source)
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         lines: list[str] = list(doc.data)

@@ -23,12 +23,13 @@ leading space).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import Document, Edits, Format, Probe, make_segment
+from .base import Document, Edits, Format, LayoutState, Probe, make_segment
 from ..lazyre import lazy_regex
 
 _HEADER = lazy_regex(r"(?m)^# aider chat started at ")
@@ -64,9 +65,17 @@ def _strip(line: str, kind: str) -> str:
     return body.rstrip()
 
 
+@dataclass
+class AiderState(LayoutState):
+    """Aider: the line numbers of the session headers (``# aider chat started at``)."""
+
+    sessions: list[int] = field(default_factory=list)
+
+
 @register
 class AiderFormat(Format):
     name = "aider"
+    State = AiderState
     title = "Aider .aider.chat.history.md"
     detection = "Markdown with '# aider chat started at' session lines, '#### ' user lines and '> ' console lines"
     container = "text"
@@ -118,7 +127,7 @@ class AiderFormat(Format):
             segments.append(make_segment(id=f"m{start}", index=len(segments), step=st, step_id=f"s{st}",
                                     role=role, kind=skind, text=text, origin=(start, end), command=command,
                                     tool_name="run" if command else None))
-        doc = Document(self.name, lines, segments, probe.raw.source)
+        doc = self.new_document(lines, segments, probe.raw.source)
         doc.state.sessions = headers
         return doc
 

@@ -93,7 +93,8 @@ class BlockReader:
                 sid = f"m{i}.c{j}"
                 out.append(self.add(id=sid, step=step, step_id=f"s{step}", role=Role.assistant,
                                     kind=SegmentKind.tool_call, text=text, call_id=call_id, tool_name=name,
-                                    command=cmd, origin=(*bpath, "input")))
+                                    command=cmd, origin=(*bpath, "input"),
+                                    **({"arguments": inp} if isinstance(inp, dict) else {})))
                 self.calls.add_call(call_id, sid, step=step, name=name, cmd=cmd)
             elif btype == "tool_result":
                 call_id = block.get("tool_use_id")
@@ -182,7 +183,7 @@ class AnthropicFormat(Format):
             if not only_results:
                 step += 1
             reader.content(i, msg["role"], content, (*base, i), max(step, 1))
-        doc = Document(self.name, data, reader.segments, probe.raw.source)
+        doc = self.new_document(data, reader.segments, probe.raw.source)
         doc.state.base = base
         doc.state.pairs = reader.calls.pairs
         return doc

@@ -13,11 +13,12 @@ import copy
 from functools import lru_cache
 import marshal
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar, Hashable, Iterable
 
 from ..errors import InputError
-from ..models import Diagnostic, Segment
+from ..models import Diagnostic, Segment, SegmentKind
+from .calls import NOT_JSON, make_call, parse_arguments
 
 __all__ = [
     "LayoutState",
@@ -82,43 +83,20 @@ class LayoutState:
 
     Common to the layouts: ``base`` (where the message list sits in the data), ``pairs`` (call
     segment id, result segment id: a call and its result are dropped together), ``mirrors``
-    (segment id -> paths of duplicated copies of its text, rewritten with it). The other fields
-    belong to one layout each and stay at their defaults elsewhere."""
+    (segment id -> paths of duplicated copies of its text, rewritten with it). A layout with more
+    to remember subclasses it next to its reader (``Format.State``): one typed class per layout."""
 
     base: tuple[str | int, ...] = ()
     pairs: list[tuple[str, str]] = field(default_factory=list)
     mirrors: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
-    # codex: record index -> indices of the records that mirror it (event_msg copies)
-    mirror_records: dict[Any, list[Any]] = field(default_factory=dict)
-    # claude-code: tool-result mirrors (toolUseResult) and the ids of sidechain segments
-    tool_mirrors: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
-    sidechain: list[str] = field(default_factory=list)
-    # openhands: paths cleared when a segment is rewritten (stale copies of an edit), v0 / v1
-    clear: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
-    version: str | None = None
-    # codex TUI: segment id -> records it owns; call id -> the paths of its streamed deltas
-    owned: dict[Any, Any] = field(default_factory=dict)
-    deltas: dict[str, list[Any]] = field(default_factory=dict)
-    # aider: line numbers of the session headers
-    sessions: list[int] = field(default_factory=list)
-    # swe-agent: file snapshots, whether the run used function calling, record -> action step
-    snapshots: dict[Any, Any] = field(default_factory=dict)
-    function_calling: bool = False
-    action_steps: dict[Any, Any] = field(default_factory=dict)
-    # gemini: segment id -> the stream chunks that hold its text
-    chunks: dict[str, list[int]] = field(default_factory=dict)
-    # codex TUI recordings: segment id -> owned record paths; call id -> output delta paths
-    owned: dict[str, list[Any]] = field(default_factory=dict)
-    deltas: dict[str, list[Any]] = field(default_factory=dict)
-    # the seed-000 step array: the task's own objective and summary budget
-    objective: str | None = None
-    budget: int | None = None
 
 
 def update_state(state: LayoutState, **values: Any) -> None:
+    """Set fields of a layout's state; a field its class does not have is an error (typo guard)."""
+    names = {f.name for f in fields(state)}
     for k, v in values.items():
-        if not hasattr(state, k):
-            raise AttributeError(f"LayoutState has no field {k!r}")
+        if k not in names:
+            raise AttributeError(f"{type(state).__name__} has no field {k!r}")
         setattr(state, k, v)
 
 
@@ -186,16 +164,13 @@ def command_from_arguments(arguments: Any) -> str | None:
 
 @lru_cache(maxsize=8192)
 def _command_from_string(arguments: str) -> str | None:
-    return _command_from(arguments)
+    args = parse_arguments(arguments)
+    if args is NOT_JSON:
+        return arguments[:2000] or None
+    return _command_from(args)
 
 
-def _command_from(arguments: Any) -> str | None:
-    args = arguments
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except (json.JSONDecodeError, RecursionError):
-            return args[:2000] or None
+def _command_from(args: Any) -> str | None:
     if isinstance(args, dict):
         for key in ("command", "cmd", "code", "query", "path", "file_path", "pattern", "url"):
             v = args.get(key)
@@ -227,7 +202,13 @@ def make_segment(**kw: Any) -> Segment:
     Real files hold odd values (a list where a string id was expected, a bool exit code); a
     reader must not crash on them, so ids/names/commands that are not strings become None,
     exit codes must be ints, error flags bools.
+
+    A ``tool_call`` segment gets its typed call (:func:`~.calls.make_call`): ``arguments=`` passes
+    the JSON value the reader serialised the text from (it is then not parsed again);
+    ``call_verb=`` / ``call_paths=`` what the layout says of a call whose text is not its arguments.
     """
+    arguments = kw.pop("arguments", NOT_JSON)
+    verb, paths = kw.pop("call_verb", None), kw.pop("call_paths", ())
     for key in ("call_id", "tool_name", "command"):
         v = kw.get(key)
         if v is not None and not isinstance(v, str):
@@ -239,6 +220,8 @@ def make_segment(**kw: Any) -> Segment:
         kw["is_error"] = None
     if not isinstance(kw.get("text"), str):
         kw["text"] = "" if kw.get("text") is None else json.dumps(kw["text"], ensure_ascii=False, default=str)
+    if kw.get("kind") in _CALL_KINDS and "call" not in kw:
+        kw["call"] = make_call(kw.get("tool_name"), kw["text"], kw.get("command"), arguments, verb=verb, paths=paths)
     seg = Segment.model_validate(kw)
     # Segments are frozen: the set of fields given is never changed in place (copies copy it), so
     # segments given the same fields share one set (half the size of a segment without its text)
@@ -250,6 +233,7 @@ def make_segment(**kw: Any) -> Segment:
 
 
 _FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
+_CALL_KINDS = (SegmentKind.tool_call, "tool_call")
 
 
 def put_text(data: Any, path: tuple[str | int, ...], text: str) -> bool:
@@ -418,6 +402,19 @@ class Format:
     title: ClassVar[str] = ""
     detection: ClassVar[str] = ""  # one sentence: how the layout is recognised
     container: ClassVar[str] = "json"  # json | jsonl | text
+    State: ClassVar[type[LayoutState]] = LayoutState  # what the reader remembers for the writer
+
+    def new_document(self, data: Any, segments: list[Segment], source: str) -> Document:
+        """A document of this layout, with an empty state of the layout's own class."""
+        return Document(self.name, data, segments, source, state=self.State())
+
+    def state_of(self, doc: Document) -> Any:
+        """The document's state, checked to be this layout's (a document read by another layout
+        cannot be written by this one)."""
+        if not isinstance(doc.state, self.State):
+            raise TypeError(f"{self.name}: the document's state is a {type(doc.state).__name__}, "
+                            f"not a {self.State.__name__}")
+        return doc.state
 
     def sniff(self, probe: Probe) -> tuple[bool, str]:
         """Return (matches, reason). The reason is shown when no layout matches."""

@@ -25,12 +25,13 @@ Writing with drops re-links ``parentUuid`` across removed lines so the chain sta
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Segment
 from .registry import register
 from .anthropic import BlockReader
-from .base import Document, Edits, Format, Probe, jsonl_records, plan_drops, record_line, update_state
+from .base import Document, Edits, Format, LayoutState, Probe, jsonl_records, plan_drops, record_line, update_state
 
 _MESSAGE_TYPES = ("user", "assistant")
 _LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>",
@@ -48,9 +49,18 @@ def _local_command(content: Any) -> bool:
 _OTHER_TYPES = ("queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment")
 
 
+@dataclass
+class ClaudeCodeState(LayoutState):
+    """Claude Code: tool-result mirrors (``toolUseResult``) and the ids of sidechain segments."""
+
+    tool_mirrors: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    sidechain: list[str] = field(default_factory=list)
+
+
 @register
 class ClaudeCodeFormat(Format):
     name = "claude-code"
+    State = ClaudeCodeState
     title = "Claude Code session JSONL"
     detection = ("JSONL whose records have 'type' user/assistant with an Anthropic 'message' "
                  "(plus queue-operation/summary/system records), usually with uuid/parentUuid/sessionId")
@@ -128,16 +138,17 @@ class ClaudeCodeFormat(Format):
                 tool_mirror.setdefault(results[0].id, []).append((i, "toolUseResult"))
             if rec.get("isSidechain"):
                 sidechain += [s.id for s in segs]
-        doc = Document(self.name, records, reader.segments, probe.raw.source)
+        doc = self.new_document(records, reader.segments, probe.raw.source)
         update_state(doc.state, mirrors=mirrors, tool_mirrors=tool_mirror, pairs=reader.calls.pairs,
                          sidechain=sidechain)
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
         data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
-        tool_mirrors = doc.state.tool_mirrors
+        tool_mirrors = state.tool_mirrors
         for seg, text in self.replace_texts(data, doc, edits):
             for mp in tool_mirrors.get(seg.id, []):
                 data[mp[0]][mp[1]] = text  # the structured copy becomes the new text
@@ -145,7 +156,7 @@ class ClaudeCodeFormat(Format):
         def record_of(seg: Segment) -> int | None:
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         # lines of a dropped API response that hold no segment (thinking blocks) go with it
         groups: dict[str, list[int]] = {}
         for i, rec in enumerate(data):

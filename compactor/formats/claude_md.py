@@ -145,7 +145,7 @@ class ClaudeMarkdownFormat(Format):
             if not only_results:
                 step += 1
             reader.content(i, sec["role"], content, ("sections", i), max(step, 1))
-        doc = Document(self.name, data, reader.segments, probe.raw.source)
+        doc = self.new_document(data, reader.segments, probe.raw.source)
         doc.state.pairs = reader.calls.pairs
         return doc
 

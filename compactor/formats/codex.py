@@ -23,16 +23,19 @@ encrypted content) are not segments. ``compacted`` lines (Codex's own summary) a
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
+from .calls import NOT_JSON, parse_arguments
 from .base import (
     CallIndex,
     Document,
     Edits,
     Format,
+    LayoutState,
     Probe,
     command_from_arguments,
     jsonl_records,
@@ -69,9 +72,8 @@ def exit_code_of(text: str) -> int | None:
 def _command(args: Any) -> str | None:
     obj = args
     if isinstance(args, str):
-        try:
-            obj = json.loads(args)
-        except (json.JSONDecodeError, RecursionError):
+        obj = parse_arguments(args)
+        if obj is NOT_JSON:
             return command_from_arguments(args)
     if isinstance(obj, dict):
         cmd = obj.get("command") if "command" in obj else obj.get("cmd")
@@ -82,9 +84,17 @@ def _command(args: Any) -> str | None:
     return command_from_arguments(obj)
 
 
+@dataclass
+class CodexState(LayoutState):
+    """Codex rollouts: record index -> indices of the records that mirror it (``event_msg`` copies)."""
+
+    mirror_records: dict[int, list[int]] = field(default_factory=dict)
+
+
 @register
 class CodexFormat(Format):
     name = "codex"
+    State = CodexState
     title = "OpenAI Codex CLI rollout JSONL"
     detection = "JSONL of {timestamp, type, payload} lines with type session_meta/response_item/event_msg/turn_context"
     container = "jsonl"
@@ -253,7 +263,7 @@ class CodexFormat(Format):
                 for f in _OUTPUT_MIRROR_FIELDS:
                     if isinstance(p.get(f), str) and p.get(f):
                         mirrors.setdefault(sid, []).append((i, "payload", f))
-        doc = Document(self.name, records, segments, probe.raw.source)
+        doc = self.new_document(records, segments, probe.raw.source)
         update_state(doc.state, mirrors=mirrors, mirror_records=mirror_records, pairs=calls.pairs)
         return doc
 
@@ -264,10 +274,11 @@ class CodexFormat(Format):
         return text
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
         data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
-        mirror_records = doc.state.mirror_records
+        mirror_records = state.mirror_records
         by_id = {s.id: s for s in doc.segments}
         self.replace_texts(data, doc, edits)
 
@@ -276,7 +287,7 @@ class CodexFormat(Format):
                 return int(seg.origin[0])
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         for sid, recs in mirror_records.items():
             if sid in by_id and record_of(by_id[sid]) in dropped:
                 dropped.update(recs)

@@ -26,12 +26,13 @@ A replaced command result is written to ``stdout`` with ``stderr`` emptied (and 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Format, Probe, jsonl_records, make_segment, plan_drops, update_state
+from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, jsonl_records, make_segment, plan_drops, update_state
 from ..lazyre import lazy_regex
 
 _DIRS = ("meta", "to_tui", "from_tui")
@@ -66,9 +67,20 @@ def _argv_text(cmd: Any) -> str:
     return cmd if isinstance(cmd, str) else ""
 
 
+@dataclass
+class CodexTuiState(LayoutState):
+    """Codex TUI recordings: segment id -> the records it owns, paths cleared when it is rewritten;
+    call id -> the paths of its streamed output deltas."""
+
+    owned: dict[str, list[Any]] = field(default_factory=dict)
+    clear: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    deltas: dict[str, list[Any]] = field(default_factory=dict)
+
+
 @register
 class CodexTuiFormat(Format):
     name = "codex-tui"
+    State = CodexTuiState
     title = "Codex TUI session recording"
     detection = "JSONL of {ts, dir: meta/to_tui/from_tui, kind} lines with codex_event / key_event / session_start kinds"
     container = "jsonl"
@@ -210,37 +222,38 @@ class CodexTuiFormat(Format):
             flush(len(records))
         if not segs:
             raise self.fail(probe, "no prompts, agent messages or commands in the recording")
-        doc = Document(self.name, records, segs, probe.raw.source)
+        doc = self.new_document(records, segs, probe.raw.source)
         update_state(doc.state, owned=owned, mirrors=mirrors, clear=clear, deltas=deltas, pairs=calls.pairs)
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
         data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         applied = self.replace_texts(data, doc, edits)
         gone: set[int] = set()
         for seg, _text in applied:
-            for path in doc.state.clear.get(seg.id, []):
+            for path in state.clear.get(seg.id, []):
                 try:
                     data[path[0]][path[1]][path[2]][path[3]] = ""
                 except (KeyError, IndexError, TypeError):
                     pass
             if seg.kind == SegmentKind.tool_result and seg.call_id:
-                gone.update(doc.state.deltas.get(str(seg.call_id), []))
-        owned = doc.state.owned
+                gone.update(state.deltas.get(str(seg.call_id), []))
+        owned = state.owned
 
         def record_of(seg: Segment) -> int | None:
             recs = owned.get(seg.id)
             return recs[-1] if recs else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         by_last = {recs[-1]: recs for recs in owned.values() if recs}
         for r in list(dropped):
             gone.update(by_last.get(r, [r]))
         for seg in doc.segments:
             if seg.kind == SegmentKind.tool_result and seg.call_id and record_of(seg) in dropped:
-                gone.update(doc.state.deltas.get(str(seg.call_id), []))
+                gone.update(state.deltas.get(str(seg.call_id), []))
         first = min(dropped) if dropped else None
         insert_at = min(gone) if (first is not None and gone) else (0 if edits.summary else None)
         text = edits.summary

@@ -18,6 +18,7 @@ output?, error?: {type, message}}``, ``error`` (a CLI warning/error) and ``resul
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -28,6 +29,7 @@ from .base import (
     Document,
     Edits,
     Format,
+    LayoutState,
     Probe,
     command_from_arguments,
     jsonl_records,
@@ -42,9 +44,17 @@ _TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
 _EXIT = lazy_regex(r"(?m)^Exit Code: (-?\d+)\s*$")
 
 
+@dataclass
+class GeminiState(LayoutState):
+    """Gemini CLI streams: segment id -> the stream chunks that hold its text."""
+
+    chunks: dict[str, list[int]] = field(default_factory=dict)
+
+
 @register
 class GeminiFormat(Format):
     name = "gemini-cli"
+    State = GeminiState
     title = "Gemini CLI stream-json"
     detection = "JSONL of events with 'type' init/message/tool_use/tool_result/result (tool_use/tool_result linked by 'tool_id')"
     container = "jsonl"
@@ -134,7 +144,8 @@ class GeminiFormat(Format):
                 segments.append(make_segment(id=f"m{i}", index=len(segments), step=st, step_id=f"s{st}",
                                         role=Role.assistant, kind=SegmentKind.tool_call, text=text,
                                         call_id=call_id, tool_name=name, command=cmd,
-                                        origin=(i, "parameters") if "parameters" in rec else ()))
+                                        origin=(i, "parameters") if "parameters" in rec else (),
+                                        **({"arguments": params} if isinstance(params, dict) else {})))
                 calls.add_call(call_id, f"m{i}", step=st, name=name, cmd=cmd)
             elif rtype == "tool_result":
                 prev_side = "tool"
@@ -178,15 +189,16 @@ class GeminiFormat(Format):
             elif rtype == "init":
                 prev_side = "user"
         flush()
-        doc = Document(self.name, records, segments, probe.raw.source)
+        doc = self.new_document(records, segments, probe.raw.source)
         update_state(doc.state, chunks=chunks, mirrors=mirrors, pairs=calls.pairs)
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
         data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
-        chunks = doc.state.chunks
+        chunks = state.chunks
         by_id = {s.id: s for s in doc.segments}
         for seg, _text in self.replace_texts(data, doc, edits):
             for j in chunks.get(seg.id, []):
@@ -195,7 +207,7 @@ class GeminiFormat(Format):
         def record_of(seg: Segment) -> int | None:
             return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         for sid, more in chunks.items():
             if record_of(by_id[sid]) in dropped:
                 dropped.update(more)

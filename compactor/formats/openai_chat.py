@@ -201,7 +201,8 @@ class ChatReader:
                 id=f"m{i}.c{j}", index=len(self.segments), step=self.step, step_id=f"s{self.step}",
                 role=Role.assistant, kind=SegmentKind.tool_call, text=text or "", call_id=call_id,
                 tool_name=name, command=cmd,
-                origin=(*path, "tool_calls", j, "function", "arguments") if isinstance(args, str) else ()))
+                origin=(*path, "tool_calls", j, "function", "arguments") if isinstance(args, str) else (),
+                **({"arguments": args} if isinstance(args, dict) else {})))
 
 
 def _fully_dropped(doc: Document, drop: set[str], pairs: Iterable[tuple[str, str]] = ()) -> set[int]:

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Format, Probe, make_segment, name_of, norm_id, plan_drops, update_state
+from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, make_segment, name_of, norm_id, plan_drops, update_state
 
 _V1_KINDS = ("ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
              "UserRejectObservation", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
@@ -85,9 +86,19 @@ def _sid(i: int, k: int, n: int) -> str:
     return f"m{i}" if n == 1 else f"m{i}.{k}"
 
 
+@dataclass
+class OpenHandsState(LayoutState):
+    """OpenHands: paths cleared when a segment is rewritten (stale copies of an edit); the event
+    layout version (``v0`` / ``v1``)."""
+
+    clear: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    version: str | None = None
+
+
 @register
 class OpenHandsFormat(Format):
     name = "openhands"
+    State = OpenHandsState
     title = "OpenHands event stream (V0 actions/observations, V1 SDK events)"
     detection = ("a JSON array of OpenHands events, or an evaluation record whose 'history' holds them "
                  "(V0: 'action'/'observation' + 'id'; V1: 'kind' ActionEvent/ObservationEvent/MessageEvent)")
@@ -122,7 +133,7 @@ class OpenHandsFormat(Format):
             for i, e in enumerate(events):
                 if not _is_v0(e):
                     raise self.fail(probe, f"{where0}[{i}] has neither 'action' nor 'observation'", f"{where0}[{i}]")
-        doc = Document(self.name, data, [], probe.raw.source)
+        doc = self.new_document(data, [], probe.raw.source)
         ctx = _Ctx(base)
         if v1:
             self._read_v1(probe, data, events, base, ctx)
@@ -227,7 +238,9 @@ class OpenHandsFormat(Format):
                     sub = name_of(args.get("command"))
                     cmd = f"{sub} {target}" if sub and target else target
                 ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=text,
-                        call_id=call_id, tool_name=name, command=cmd, origin=origin)
+                        call_id=call_id, tool_name=name, command=cmd, origin=origin,
+                        call_verb=name_of(args.get("command")) or name_of(kind),
+                        call_paths=(args["path"],) if name_of(args.get("path")) else ())
                 ctx.calls.add_call(call_id, f"m{i}.c0")
                 action_info[norm_id(e.get("id"))] = dict(step=st, call_id=call_id, name=name, cmd=cmd, seg=f"m{i}.c0")
                 continue
@@ -396,12 +409,13 @@ class OpenHandsFormat(Format):
 
     # ------------------------------------------------------------------ writing
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
         data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
-        mirrors = doc.state.mirrors
-        clear = doc.state.clear
-        base = tuple(doc.state.base)
+        mirrors = state.mirrors
+        clear = state.clear
+        base = tuple(state.base)
         by_id = {s.id: s for s in doc.segments}
         for seg, _text in self.replace_texts(data, doc, edits):
             for cp in clear.get(seg.id, []):
@@ -420,7 +434,7 @@ class OpenHandsFormat(Format):
                 return int(seg.id[1:].split(".")[0])
             return None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         # the eval record's instruction goes with the message it repeats (or when dropped itself)
         if base and isinstance(data.get("instruction"), str):
             for sid, paths in mirrors.items():
@@ -431,7 +445,7 @@ class OpenHandsFormat(Format):
                 data["instruction"] = ""
         events, _ = events_of(data)
         assert events is not None
-        v1 = doc.state.version == "v1"
+        v1 = state.version == "v1"
         if v1:
             # observations follow their action out even when they hold no segment
             gone_ids = {norm_id(events[i].get("id")) for i in dropped} - {None}

@@ -15,6 +15,7 @@ A summary written back is a step of its own shape: ``{"step": "summary", "role":
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
@@ -24,6 +25,7 @@ from .base import (
     Document,
     Edits,
     Format,
+    LayoutState,
     Probe,
     command_from_arguments,
     make_segment,
@@ -50,9 +52,18 @@ def _text_of(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+@dataclass
+class StepsState(LayoutState):
+    """The seed-000 step array: the task's own objective and summary budget."""
+
+    objective: str | None = None
+    budget: int | None = None
+
+
 @register
 class StepsFormat(Format):
     name = "steps"
+    State = StepsState
     title = "Seed-000 step array (current_objective + trajectory_so_far)"
     detection = ("an object with a 'trajectory_so_far' list, or a JSON array of step objects "
                  "{step, action, observation}")
@@ -142,7 +153,7 @@ class StepsFormat(Format):
                     id=f"m{i}.r0", index=len(segments), step=pos, step_id=step_id, role=Role.tool,
                     kind=SegmentKind.tool_result, text=_text_of(obs), call_id=call_id if paired else None,
                     tool_name=name, command=cmd, origin=(*path, "observation")))
-        doc = Document(self.name, data, segments, probe.raw.source)
+        doc = self.new_document(data, segments, probe.raw.source)
         doc.state.base = base
         doc.state.pairs = calls.pairs
         doc.state.objective = data.get("current_objective") if base else None
@@ -150,18 +161,19 @@ class StepsFormat(Format):
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
         data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
         self.replace_texts(data, doc, edits)
-        base = doc.state.base
+        base = state.base
         steps, _ = steps_of(data)
         assert steps is not None
 
         def record_of(seg: Segment) -> int | None:
             return int(seg.origin[len(base)]) if len(seg.origin) > len(base) else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)
         text = edits.summary
         kept = self.splice(steps, dropped, insert_at, (lambda _i: self.make_message("user", text)) if text else None)

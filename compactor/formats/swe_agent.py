@@ -19,6 +19,7 @@ when it replaces or drops the history text they copy.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
@@ -28,6 +29,7 @@ from .base import (
     Document,
     Edits,
     Format,
+    LayoutState,
     Probe,
     command_from_arguments,
     get_at,
@@ -57,9 +59,19 @@ def _content_parts(msg: dict[str, Any], path: tuple[str | int, ...]) -> list[tup
     return parts
 
 
+@dataclass
+class SweAgentState(LayoutState):
+    """SWE-agent: file snapshots, whether the run used function calling, record -> action step."""
+
+    snapshots: dict[Any, Any] = field(default_factory=dict)
+    function_calling: bool = False
+    action_steps: dict[Any, Any] = field(default_factory=dict)
+
+
 @register
 class SweAgentFormat(Format):
     name = "swe-agent"
+    State = SweAgentState
     title = "SWE-agent .traj (0.x text actions and 1.x function calling)"
     detection = "a JSON object with a 'history' list of {role, content} messages and a 'trajectory' list of steps"
     container = "json"
@@ -233,7 +245,7 @@ class SweAgentFormat(Format):
                             mirrors.setdefault(s.id, []).append(mp)
                     except (KeyError, IndexError, TypeError):
                         pass
-        doc = Document(self.name, data, segments, probe.raw.source)
+        doc = self.new_document(data, segments, probe.raw.source)
         doc.state.mirrors = mirrors
         doc.state.pairs = calls.pairs + text_pairs
         doc.state.snapshots = snapshots
@@ -242,6 +254,7 @@ class SweAgentFormat(Format):
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
         data = self.copy_data(doc, edits)
         if edits is None or edits.is_empty():
             return data
@@ -250,7 +263,7 @@ class SweAgentFormat(Format):
         def record_of(seg: Segment) -> int | None:
             return int(seg.origin[1]) if len(seg.origin) > 1 and seg.origin[0] == "history" else None
 
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         hist = data["history"]
         insert_at: int | None = min(dropped) if dropped else None
         if insert_at is None and edits.summary:
@@ -268,7 +281,7 @@ class SweAgentFormat(Format):
         data["history"] = kept
         if dropped:
             traj = data["trajectory"]
-            gone_steps = {k for i, k in doc.state.action_steps.items() if int(i) in dropped}
+            gone_steps = {k for i, k in state.action_steps.items() if int(i) in dropped}
             for st in traj:
                 msgs = st.get("messages") if isinstance(st, dict) else None
                 if isinstance(msgs, list):

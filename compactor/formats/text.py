@@ -32,7 +32,7 @@ class TextFormat(Format):
             text=probe.raw.text,
             origin=(),
         )
-        doc = Document(self.name, probe.raw.text, [seg], probe.raw.source)
+        doc = self.new_document(probe.raw.text, [seg], probe.raw.source)
         if probe.is_json or probe.jsonl is not None:
             kind = "JSON" if probe.is_json else "JSONL"
             doc.diagnostics.append(Diagnostic(

@@ -34,7 +34,8 @@ from typing import Any
 import regex
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import Role, Segment, SegmentKind
+from ..formats.calls import call_of
+from ..models import CallKind, Role, Segment, SegmentKind
 from ..normalize import normalize
 from ..syntax import is_summary_text
 from ..tokens import get_counter
@@ -123,9 +124,6 @@ _NUM = lazy_regex(r"0x[0-9a-fA-F]+|\b\d+(?:\.\d+)*\b")
 _QUOTES = str.maketrans({"'": '"', "`": '"', "\u2018": '"', "\u2019": '"', "\u201c": '"', "\u201d": '"'})
 _CD_PREFIX = lazy_regex(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
 _TRAILER = lazy_regex(r"\s*(?:2>&1|\|\s*(?:head|tail)(?:\s+-n?\s*\d+)?|;\s*echo\s+\$\?)\s*$")
-_SEARCH_TOOLS = {"grep", "rg", "ag", "ack", "find", "search", "search_dir", "search_file", "find_file", "glob",
-                 "grep_search", "web_search", "websearch", "search_files", "file_search", "codebase_search",
-                 "ripgrep", "fd", "locate", "git grep"}
 _SEARCH_CMD = lazy_regex(r"^(?:grep|rg|ag|ack|find|fd|locate|search_dir|search_file|find_file|git\s+grep)\b")
 
 
@@ -136,18 +134,13 @@ def _call_key(seg: Segment) -> str:
     """What makes two calls 'the same': the normalised command plus the other arguments (an
     editor call's path, old and new text), ignoring incidental ones (timeouts, thoughts)."""
     key = _norm_command(seg.command or "")
-    text = seg.text.strip()
-    if text and text != (seg.command or "").strip() and text[:1] == "{":
-        try:
+    args = call_of(seg).arguments
+    if args is not None and seg.text.strip() != (seg.command or "").strip():
+        rest = {k: v for k, v in args.items() if k not in _ARG_NOISE and v != seg.command}
+        if rest:
             import json
 
-            args = json.loads(text)
-        except (ValueError, RecursionError):
-            args = None
-        if isinstance(args, dict):
-            rest = {k: v for k, v in args.items() if k not in _ARG_NOISE and v != seg.command}
-            if rest:
-                key += " " + json.dumps(rest, sort_keys=True, ensure_ascii=False)
+            key += " " + json.dumps(rest, sort_keys=True, ensure_ascii=False)
     return key
 
 
@@ -307,8 +300,7 @@ def should_compact(
             key = _call_key(s)
             if not key:
                 continue
-            tool = (s.tool_name or "").casefold()
-            if tool in _SEARCH_TOOLS or _SEARCH_CMD.match(key):
+            if call_of(s).kind is CallKind.search or _SEARCH_CMD.match(key):
                 searches[key] += 1
                 example.setdefault(("search", key), s.command.strip()[:160])
             else:
