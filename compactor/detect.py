@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from .engine import RuleSet, TextView, compile_rule, resolve_spans
@@ -25,6 +26,9 @@ class Hit(NamedTuple):
     line_start: int
     line_end: int
     text: str
+
+
+_HIT_ORDER = itemgetter(3, 4, 0)  # (start, end, rule id)
 
 
 class DetectResult:
@@ -111,8 +115,8 @@ class Detector:
                 for rid in timeouts
             )
         text = view.text
-        hits = sorted((Hit(cr.id, cr.family, cr.priority, a, b, ls + 1, le + 1, text[a:b])
-                       for cr, a, b, ls, le, _elidable in found), key=lambda h: (h.start, h.end, h.rule_id))
+        hits = sorted([Hit(cr.id, cr.family, cr.priority, a, b, ls + 1, le + 1, text[a:b])
+                       for cr, a, b, ls, le, _elidable in found], key=_HIT_ORDER)
         return DetectResult(tuple(hits), diags, bool(timeouts), segment_id=segment_id, step_id=step_id)
 
     def detect(self, text: str, **kw) -> DetectResult:

@@ -35,6 +35,9 @@ def normalize_line(line: str) -> str:
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     if "\r" in line:
+        if line.find("\r") == len(line) - 1:  # only a CRLF ending: the line before it, if not blank
+            line = line[:-1]
+            return line if line.strip() else ""
         parts = [p for p in line.split("\r") if p.strip()]
         line = parts[-1] if parts else ""
     return line

@@ -20,6 +20,7 @@ import operator
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import chain, compress
 from typing import Any, Callable
 
 from .collapse.level1 import Level1, SegmentOutcome
@@ -31,6 +32,7 @@ from .formats import Document, Edits, get_format, load_document
 from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, SelfCheck,
                      Severity, Span)
 from .normalize import normalize
+from .segments import changed, segment_index
 from .tokens import get_counter
 
 __all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact"]
@@ -84,6 +86,12 @@ class Conversation:
         self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
         self.tokens_before = None  # (segments, their tokens) of the last compaction
+        self.continuation_memo = None  # what the continuation check read of each segment
+        self.span_memo = None  # the protected spans, per segment
+        self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
+        self.count_memo = None  # (the written texts, their token counts) of the last compaction
+        self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
+        self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
 
 
 @dataclass
@@ -130,12 +138,75 @@ class PipelineState:
         return self.doc.segments
 
     def spans(self) -> list[Span]:
+        """The protected spans of every segment, in document order."""
+        memo = self._span_memo()
+        if memo is not None:
+            return list(memo.spans)
         out: list[Span] = []
         for s in self.doc.segments:
             o = self.outcomes.get(s.id)
             if o is not None:
                 out.extend(o.spans)
         return out
+
+    def spans_sorted(self) -> list[Span]:
+        """The protected spans ordered by (segment index, start, rule id), as the report lists them."""
+        memo = self._span_memo()
+        if memo is not None and memo.ordered:
+            return list(chain.from_iterable(memo.parts))
+        index = {s.id: s.index for s in self.doc.segments}
+        return sorted(self.spans(), key=lambda s: (index.get(s.segment_id, -1), s.start, s.rule_id))
+
+    def _span_memo(self) -> "_SpanMemo | None":
+        conv = self.conversation
+        if conv is None:
+            return None
+        memo = conv.span_memo
+        if memo is None:
+            memo = conv.span_memo = _SpanMemo()
+        segs = self.doc.segments
+        memo.update(segs, segment_index(conv, segs).ids, self.outcomes)
+        return memo
+
+
+class _SpanMemo:
+    """A conversation's protected spans, kept per segment and extended from the first segment
+    whose Level 1 outcome changed (a session's segments and outcomes are the same objects from
+    turn to turn: nothing to compare by content)."""
+
+    def __init__(self) -> None:
+        self.segs: list[Segment] = []
+        self.outs: list[Any] = []
+        self.ends: list[int] = []  # spans through each segment
+        self.spans: list[Span] = []
+        self.parts: list[list[Span]] = []  # each segment's spans by (start, rule id)
+        self.ordered = True  # every span names its own segment and segment indexes are positions
+
+    def update(self, segs: list[Segment], ids: list[str], outcomes: dict[str, Any]) -> None:
+        outs = list(map(outcomes.get, ids))
+        old_segs, old_outs = self.segs, self.outs
+        n = len(old_segs)
+        k = min([n, len(segs), *changed(old_segs, segs)[:1], *changed(old_outs, outs)[:1]])
+        if k == n == len(segs):
+            return
+        end = self.ends[k - 1] if k else 0
+        del self.spans[end:], self.ends[k:], self.parts[k:]
+        if not k:
+            self.ordered = True
+        for i in range(k, len(segs)):
+            o = outs[i]
+            sp = o.spans if o is not None else ()
+            self.spans.extend(sp)
+            self.ends.append(len(self.spans))
+            seg = segs[i]
+            if seg.index != i or any(x.segment_id != seg.id for x in sp):
+                self.ordered = False
+            self.parts.append(sorted(sp, key=_span_order) if len(sp) > 1 else list(sp))
+        self.segs, self.outs = list(segs), outs
+
+
+def _span_order(sp: Span) -> tuple:
+    return (sp.start, sp.rule_id)
 
 
 def _same_prefix(old: list, new: list) -> bool:
@@ -322,7 +393,8 @@ class Compactor:
     def _stage_level1(self, state: PipelineState) -> None:
         cfg = state.config
         segs = state.segments
-        results = [s for s in segs if s.kind == SegmentKind.tool_result]
+        idx = segment_index(state.conversation, segs)
+        results = idx.results
         boundary = state.boundary
         if boundary is None:
             boundary = collapse_boundary(len(results), cfg.keep_recent, cfg.collapse_batch)
@@ -356,13 +428,14 @@ class Compactor:
                 new.diag_at = held.diag_at[:start]
                 new.ph_at = held.ph_at[:start]
                 new.level_at = held.level_at[:start]
-        old = {s.id for s in results[:boundary]}
+        pos = idx.result_pos
         for seg in segs[start:] if start else segs:
             if seg.kind == SegmentKind.tool_call:
                 o = SegmentOutcome(seg.text, False)
             else:
                 det = state.detections[seg.id]
-                collapse = apply and seg.id in old and not seg.meta
+                # among the outputs before the boundary
+                collapse = apply and pos.get(seg.id, boundary) < boundary and not seg.meta
                 if not collapse:
                     o = SegmentOutcome(seg.text, False, list(det.spans), [], list(det.diagnostics))
                 else:
@@ -471,9 +544,15 @@ class Compactor:
         if state.anchor is not None:
             # the continuation questions: what the anchor cannot answer is back-filled from the
             # trajectory, and the self-check report says so
-            from .anchor import continuation_check
+            from .anchor.continuation import ContinuationMemo, continuation_check
 
-            state.anchor, filled = continuation_check(state.anchor, state.segments)
+            conv = state.conversation
+            memo = None
+            if conv is not None:
+                memo = conv.continuation_memo
+                if memo is None:
+                    memo = conv.continuation_memo = ContinuationMemo()
+            state.anchor, filled = continuation_check(state.anchor, state.segments, memo)
             if filled and state.self_check is not None:
                 state.self_check = state.self_check.model_copy(update={
                     "backfilled": [*state.self_check.backfilled, *(f"continuation:{x}" for x in filled)]})
@@ -512,8 +591,13 @@ class Compactor:
 
     def _stage_write(self, state: PipelineState) -> None:
         doc = state.doc
-        replace = {s.id: state.texts[s.id] for s in doc.segments
-                   if s.id not in state.dropped and state.texts[s.id] != s.text}
+        conv = state.conversation
+        idx = segment_index(conv, doc.segments)
+        ids = idx.ids
+        texts = state.texts
+        vals = list(map(texts.__getitem__, ids))
+        dropped = state.dropped
+        replace = {sid: t for sid, t, o in zip(ids, vals, idx.texts) if t is not o and t != o and sid not in dropped}
         in_place = doc.disposable and state.writer is None
         edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place)
         writer = state.writer or get_format(doc.format).write
@@ -522,15 +606,22 @@ class Compactor:
             doc.disposable = False  # its data is the output now
         count = self.counter.count
         before = self._tokens_before(state)
-        texts = state.texts
-        dropped = state.dropped
-        after = sum(map(count, [texts[s.id] for s in doc.segments if s.id not in dropped] if dropped
-                        else list(map(texts.__getitem__, [s.id for s in doc.segments]))))
+        # the tokens of every text, counted again only where the text changed since the last turn
+        held = getattr(conv, "count_memo", None)
+        if held is not None:
+            counts = held[1][:len(vals)]
+            for i in changed(held[0], vals):
+                counts[i] = count(vals[i])
+            counts.extend(map(count, vals[len(counts):]))
+        else:
+            counts = list(map(count, vals))
+        if conv is not None:
+            conv.count_memo = (vals, counts)
+        after = sum([c for sid, c in zip(ids, counts) if sid not in dropped] if dropped else counts)
         if state.summary:
             after += count(state.summary)
-        placeholders = _unique_placeholders(state.placeholders, state.dropped)
-        index = {s.id: s.index for s in doc.segments}
-        protected = sorted(state.spans(), key=lambda s: (index.get(s.segment_id, -1), s.start, s.rule_id))
+        placeholders = _unique_placeholders(state.placeholders, state.dropped, conv)
+        protected = state.spans_sorted()
         red = state.redactor
         if red is not None:
             protected = [sp.model_copy(update={"text": red.redact(sp.text)[0]}) for sp in protected]
@@ -566,8 +657,13 @@ class Compactor:
                 anchor = memo[2]  # the anchor did not change since the last turn: nor did its bounded form
             else:
                 full = anchor
+                render_memo = None
+                if conv is not None:
+                    from .anchor.render import RenderMemo
+
+                    render_memo = conv.render_memo = conv.render_memo or RenderMemo()
                 anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self._count_pieces(),
-                                      lang=state.config.lang)
+                                      lang=state.config.lang, memo=render_memo)
                 if conv is not None:
                     conv.bound_memo = (key, full, anchor)
         state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
@@ -601,16 +697,26 @@ def _levels_available() -> list[int]:
     return [1, 2, 3]
 
 
-def _unique_placeholders(phs: list[Placeholder], dropped: set[str]) -> list[Placeholder]:
-    seen: set[tuple[str, str | None]] = set()
-    out = []
-    for p in phs:
-        k = (p.id, p.segment_id)
-        if k in seen or (p.segment_id in dropped):
-            continue
-        seen.add(k)
-        out.append(p)
-    return out
+def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conversation | None = None
+                         ) -> list[Placeholder]:
+    """Each placeholder once (by id and segment), none of a dropped segment, in order. With a
+    conversation the verdicts of the last call hold up to the first placeholder that changed."""
+    held = getattr(conv, "placeholder_memo", None)
+    k = 0
+    if held is not None and held[3] == dropped:
+        k = min([len(held[0]), len(phs), *changed(held[0], phs)[:1]])
+    keys, keep = (held[1][:k], held[2][:k]) if k else ([], [])
+    seen: set[tuple[str, str | None]] = set(compress(keys, keep))
+    for p in phs[k:]:
+        key = (p.id, p.segment_id)
+        ok = key not in seen and p.segment_id not in dropped
+        if ok:
+            seen.add(key)
+        keys.append(key)
+        keep.append(ok)
+    if conv is not None:
+        conv.placeholder_memo = (list(phs), keys, keep, frozenset(dropped))
+    return list(compress(phs, keep))
 
 
 def _unique_diags(diags: list[Diagnostic]) -> list[Diagnostic]:

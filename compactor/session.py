@@ -11,7 +11,10 @@ what was appended since the last call: messages are read once (OpenAI chat messa
 agents hold in memory; other layouts are re-read), each tool output is detected once (also when
 it leaves the recent window and collapses), the anchor is merged, not rebuilt, and the output is
 spliced: messages nothing changed in are shallow copies of what was appended (their nested
-values are shared: treat ``result.messages`` as read-only).
+values are shared: treat ``result.messages`` as read-only). The passes every compaction makes
+over the whole conversation (the self-check, the continuation check, the anchor's rendering for
+its size bound, the token count of the output, the report's spans and placeholders) start from
+what the previous compaction kept and look again only at what changed since.
 
 Without a budget the output equals ``Compactor.compact`` of the same messages under the same
 configuration (note that a session built from options collapses older outputs in batches of
@@ -30,8 +33,9 @@ from .config import CompactorConfig, make_config
 from .errors import BudgetError
 from .formats import Document, Edits, load_document
 from .formats.base import put_text
-from .models import CompactionResult, SegmentKind
+from .models import CompactionResult
 from .pipeline import Compactor, Conversation, Plan, collapse_boundary
+from .segments import segment_index
 
 __all__ = ["SESSION_COLLAPSE_BATCH", "Session"]
 
@@ -71,6 +75,9 @@ class Session:
         self._doc_count = -1         # records the current document was read from
         self._copies: dict[int, tuple[tuple, Any]] = {}  # record index -> (its replaced texts, the edited copy)
         self._seg_index: tuple[dict[str, Any], int] = ({}, 0)  # segment id -> segment, and how many are in
+        self._record_segments: dict[int, list[str]] = {}  # record index -> its segments' ids
+        # (the segment index it was written with, the last replaced texts, record index -> its edited copy)
+        self._edited: tuple[dict, dict[str, str], dict[int, Any]] | None = None
         self._plan: Plan | None = None  # budget hysteresis: the last fitted compaction's decisions
         self.last: CompactionResult | None = None
 
@@ -124,7 +131,7 @@ class Session:
         comp = self.compactor
         plan = self._plan
         budget = config.budget
-        results = sum(1 for s in doc.segments if s.kind == SegmentKind.tool_result)
+        results = len(segment_index(self.conversation, doc.segments).results)
         if plan is not None and plan.config == config:
             state = comp.run_state(None, self.conversation, doc=doc, writer=writer, boundary=plan.boundary,
                                    plan=plan, **overrides)
@@ -174,6 +181,8 @@ class Session:
             self._reader = None
             self._copies.clear()
             self._seg_index = ({}, 0)
+            self._record_segments = {}
+            self._edited = None
             doc = load_document(self._records, format=self.format, max_json_depth=config.max_json_depth)
         self._doc, self._doc_count = doc, n
         return doc
@@ -187,15 +196,26 @@ class Session:
             return get_format(doc.format).write(doc, edits)
         mirrors = doc.state.mirrors
         index = self._index(doc)
-        by_record: dict[int, list[tuple[str, str]]] = {}
-        for sid, text in edits.replace.items():  # in segment order
-            seg = index.get(sid)
-            if seg is not None and seg.origin:
-                by_record.setdefault(seg.origin[0], []).append((sid, text))
-        out = [dict(rec) if isinstance(rec, dict) else rec for rec in self._records]
+        replace = edits.replace
+        held = self._edited
+        if held is None or held[0] is not index:
+            held = self._edited = (index, {}, {})
+        _, prev, edited = held
+        # the records whose replaced texts differ from the last write's (by identity: a text nothing
+        # rewrote since is the same object)
+        get = prev.get
+        dirty = {index[sid].origin[0] for sid in [sid for sid, t in replace.items() if get(sid) is not t]
+                 if sid in index and index[sid].origin}
+        dirty.update(index[sid].origin[0] for sid in prev.keys() - replace.keys()
+                     if sid in index and index[sid].origin)
         copies = self._copies
-        for i, changes in by_record.items():
-            rec = self._records[i]
+        records = self._records
+        for i in sorted(dirty):
+            changes = [(sid, replace[sid]) for sid in self._record_segments[i] if sid in replace]  # in segment order
+            if not changes:
+                edited.pop(i, None)
+                continue
+            rec = records[i]
             sig = tuple(changes)
             hit = copies.get(i)
             if hit is None or hit[0] != sig:
@@ -207,17 +227,26 @@ class Session:
                     for mp in mirrors.get(sid, []):
                         put_text(holder, mp, text)
                 hit = copies[i] = (sig, holder[i])
-            out[i] = dict(hit[1])
+            edited[i] = hit[1]
+        self._edited = (index, dict(replace), edited)
+        out = [dict(rec) if isinstance(rec, dict) else rec for rec in records]
+        for i, data in edited.items():
+            out[i] = dict(data)
         return out
 
     def _index(self, doc: Document) -> dict[str, Any]:
-        """Segment id -> segment of the incrementally read document (extended as it grows)."""
+        """Segment id -> segment of the incrementally read document (extended as it grows), and
+        the ids of each record's segments (``_record_segments``, in document order)."""
         index, seen = self._seg_index
         segs = doc.segments
         if seen > len(segs) or (seen and segs[seen - 1] is not index.get(segs[seen - 1].id)):
             index, seen = {}, 0
+            self._record_segments = {}
+        by_record = self._record_segments
         for seg in segs[seen:]:
             index[seg.id] = seg
+            if seg.origin:
+                by_record.setdefault(seg.origin[0], []).append(seg.id)
         self._seg_index = (index, len(segs))
         return index
 

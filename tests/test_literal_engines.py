@@ -152,3 +152,112 @@ def test_spans_built_at_the_edge_equal_validated_ones():
         # Level 1 shortens long traces with model_copy: it must work on these spans too
         copy = s.model_copy(update={"text": "x", "elided": True})
         assert copy.text == "x" and copy.elided and s.text != "x" and not s.elided
+
+
+# ---- whole-text gates: the one pass also finds the candidate lines of a rule without prefilter ----
+
+from compactor.engine.literals import bytes_view, gate_fits_hyperscan, gate_key  # noqa: E402
+
+GATED_WHOLE = [cr for cr in RULES if getattr(cr, "text_gate", None) is not None]
+
+
+def test_a_whole_text_rule_is_gated():
+    assert "fileref.path-line" in {cr.id for cr in GATED_WHOLE}
+
+
+def _gate_lines(text: str, engine: str):
+    view = TextView(text)
+    literal_scanner(RULES, engine).scan(view)
+    return {cr.id: view._hits.get(gate_key(*cr.text_gate)) for cr in GATED_WHOLE}
+
+
+_ref_piece = st.one_of(
+    st.sampled_from(["a.py:12", "Pool.java:[23,29]", "x.go:8:3", "Pool.cs:line 142", "Main.kt: (12, 5)",
+                     "Makefile:39", "node:fs:601:3", "bin/sync:7:in '<main>'", "x.py:١٢", "ملف.py:3", "é.rs:1:2",
+                     "2022-05-30T09:10:31.1584995Z ", "12:30:45", "sha256:9f86", "(Pool.java:142)", "\t"]),
+    st.text(alphabet="abcXY019 .:/_=-()[]'`éİ中", max_size=10),
+    st.just("\n"),
+)
+
+
+@settings(max_examples=150)
+@given(st.lists(_ref_piece, max_size=50))
+def test_whole_text_gates_give_the_ungated_spans(pieces):
+    text = "".join(pieces)
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    gated = _gate_lines(text, "hyperscan")
+    assert all(lines is not None for lines in gated.values())  # the gated path is taken
+    assert _gate_lines(text, "python") == {cr.id: None for cr in GATED_WHOLE}  # and here it is not
+    for cr in GATED_WHOLE:
+        assert _rule_spans(text, "hyperscan", cr) == _rule_spans(text, "python", cr), cr.id
+        assert _GATED_VIEWS[-2] and not _GATED_VIEWS[-1]  # gated with hyperscan (a short text), not without
+
+
+def _rule_spans(text: str, engine: str, cr):
+    # every rule's literals are scanned (a scanner with no literal to find uses no engine at all)
+    view = TextView(text)
+    found, timeouts = find_all(view, RULES, role="tool", engine=engine)
+    assert cr.id not in timeouts
+    _GATED_VIEWS.append(view._hits.get(gate_key(*cr.text_gate)) is not None)
+    return sorted((a, b, ls, le) for c, a, b, ls, le, _e in found if c is cr)
+
+
+_GATED_VIEWS: list[bool] = []  # per _rule_spans call: was the gated path taken?
+
+
+def test_whole_text_gates_on_every_corpus_file(corpus):
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    from compactor.normalize import normalize
+
+    n = gated = 0
+    for p in sorted(q for q in corpus.rglob("*") if q.is_file()):
+        text = normalize(p.read_text(encoding="utf-8", errors="replace"))
+        for cr in GATED_WHOLE:
+            ref = _rule_spans(text, "ahocorasick" if "ahocorasick" in ENGINES else "python", cr)
+            assert _rule_spans(text, "hyperscan", cr) == ref, (p.name, cr.id)
+            gated += _GATED_VIEWS[-1]
+            n += len(ref)
+    assert n > 1000
+    assert gated > 100  # most corpus files take the gated path
+
+
+def test_dense_gate_line_stays_exact():
+    text = "x " + "a:1 " * 5_000 + " see pool.py:12\n" + "b:2 " * 300 + "\nplain error\nfoo.rb:7:in 'x'\n"
+    for cr in GATED_WHOLE:
+        ref = _rule_spans(text, "python", cr)
+        assert len(ref) == 2  # pool.py:12 on the dense line, the Ruby frame
+        if "hyperscan" in ENGINES:
+            assert _rule_spans(text, "hyperscan", cr) == ref
+
+
+def test_gates_hyperscan_reads_differently_are_not_scanned():
+    assert gate_fits_hyperscan(r"[A-Za-z]:(?:\[?\d|line \d)|node:", False)
+    assert gate_fits_hyperscan(r"[^\n:]+:\d", True)
+    for bad in (r"a\sb", r"^x:\d", r"x:\d$", r"(?<=a):\d", r"(?i)x:\d", r"é:\d", r"\p{L}:\d", r"(a)\1", "x\\"):
+        assert not gate_fits_hyperscan(bad, False), bad
+
+
+def test_bytes_view_offsets_and_wide_lines():
+    lines = ["ascii", "é ok", "", "中文 x", *["plain"] * 200, "İ", "end"]
+    text = "\n".join(lines)
+    data, starts, wide = bytes_view(TextView(text))
+    assert data == text.encode()
+    assert starts == [len("\n".join(lines[:i]).encode()) + (1 if i else 0) for i in range(len(lines))]
+    assert wide == [1, 3, len(lines) - 2]
+
+
+def test_a_gate_on_most_lines_falls_back_to_the_whole_text():
+    # a 100,000-frame style trace: every line holds the gate; the scan gives up on it and the rule
+    # searches the whole text (same spans)
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    text = "java.lang.Error: boom\n" + "".join(f"\tat a.B.f{i}(B.java:{i})\n" for i in range(2000))
+    view = TextView(text)
+    literal_scanner(RULES, "hyperscan").scan(view)
+    for cr in GATED_WHOLE:
+        assert view._hits.get(gate_key(*cr.text_gate)) is None
+        ref = sorted(x[1:5] for x in find_all(TextView(text), RULES, role="tool", engine="python")[0] if x[0] is cr)
+        got = sorted(x[1:5] for x in find_all(TextView(text), RULES, role="tool", engine="hyperscan")[0] if x[0] is cr)
+        assert got == ref and len(ref) == 2000

@@ -156,3 +156,4 @@ _kv = st.tuples(st.sampled_from(["error ", "Exception: ", "failed ", "timed out 
 def test_gate_holds_on_generated_lines(line):
     for cr in GATED:
         assert _gate_misses(cr, [line]) == [], cr.id
+

@@ -72,6 +72,31 @@ def test_session_equals_one_shot_on_a_real_trajectory(django, chunks, options):
     assert _same(conv.compact(), _one_shot(django, n, **options)), (n, options)  # and always at the end
 
 
+_OVERRIDES = [{}, {"keep_recent": 1}, {"keep_recent": 5, "collapse_batch": 2}, {"anchor_max_tokens": 300},
+              {"level": 0}, {"lang": "zh"}]
+
+
+@settings(max_examples=10, deadline=None)
+@given(turns=st.lists(st.tuples(st.integers(min_value=0, max_value=9), st.integers(min_value=0, max_value=5)),
+                      min_size=1, max_size=30))
+def test_one_session_compacted_under_changing_overrides_equals_one_shot(django, turns):
+    """What a session keeps between turns (segment lists, protected spans per segment, token counts
+    of the written texts, the writer's edited records, the self-check's and the continuation
+    check's verdicts) holds while the per-call options move the collapse boundary back and forth,
+    change the anchor's bound or turn compaction off, and when nothing was appended in between."""
+    conv = Session(Compactor())
+    n = 0
+    for size, k in turns:
+        conv.append(django[n:n + size])
+        n = min(len(django), n + size)
+        if not n:
+            continue
+        overrides = _OVERRIDES[k]
+        got = conv.compact(**overrides)
+        assert _same(got, _one_shot(django, n, **overrides)), (n, overrides)
+        assert _dumps(got) == _dumps(_one_shot(django, n, **overrides)), (n, overrides)
+
+
 @settings(max_examples=6, deadline=None)
 @given(chunks=st.lists(st.integers(min_value=1, max_value=15), min_size=1, max_size=12),
        share=st.sampled_from([0.35, 0.6]))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..models import Anchor, Intent, Overflow
-from .render import render_lines, to_markdown
+from .render import RenderMemo, render_lines, to_markdown
 
 __all__ = ["DEFAULT_MAX_TOKENS", "PRIORITY", "bound_anchor"]
 
@@ -77,16 +77,28 @@ def _keep(a: Anchor, keep: set[tuple[str, str]]) -> Anchor:
 
 
 def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: Callable[[str], int] | None = None,
-                 *, lang: str = "en") -> Anchor:
+                 *, lang: str = "en", memo: RenderMemo | None = None) -> Anchor:
     """The anchor filled by priority up to ``max_tokens`` of its Markdown rendering; what did not
-    fit is recorded in ``overflow``. ``None`` or ``0``: no bound."""
+    fit is recorded in ``overflow``. ``None`` or ``0``: no bound. ``memo``: a conversation's
+    :class:`~compactor.anchor.render.RenderMemo` (the anchor's sections rendered again only when
+    their items changed)."""
     if not max_tokens:
         return a
     if count is None:
         from ..tokens import get_counter
 
         count = get_counter().count
-    if count(to_markdown(a, lang)) <= max_tokens:
+    md = to_markdown(a, lang, memo)
+    if memo is not None:
+        last = memo.counted  # the rendering is often the same as the last turn's: so is its count
+        if last is not None and last[0] is count and last[1] == md:
+            n = last[2]
+        else:
+            n = count(md)
+            memo.counted = (count, md, n)
+    else:
+        n = count(md)
+    if n <= max_tokens:
         return a if not a.overflow else a.model_copy(update={"overflow": []})
     rows = render_lines(a, lang)
     cost: dict[str, int] = {}

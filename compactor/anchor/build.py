@@ -355,6 +355,10 @@ class _State:
                      "related": list(f.related), "unfinished": f.unfinished}
             for f in a.files_touched
         }
+        # the items freeze derives again every time: an equal one is taken as it was (the same
+        # object, so what renders it can tell nothing changed)
+        self._was: dict[tuple[str, str], Any] = {("file", f.path): f for f in a.files_touched}
+        self._was.update((("next", n.id), n) for n in a.next_steps if n.id in derived)
         self.steps_seen = a.steps_seen
         c = a.cursor
         self.objective = c.objective
@@ -1186,10 +1190,10 @@ class _State:
         files = []
         for path, f in self.files.items():
             seqs = self.file_seq.get(path, [0, 0, 0])
-            files.append(FileTouch(path=path, actions=list(f["actions"]), first_step=f["first_step"],
-                                   last_step=f["last_step"],
-                                   read_superseded=bool(seqs[0] and max(seqs[1], seqs[2]) > seqs[0]),
-                                   related=list(f["related"]), unfinished=bool(f["unfinished"])))
+            files.append(self._same(("file", path), FileTouch(
+                path=path, actions=list(f["actions"]), first_step=f["first_step"], last_step=f["last_step"],
+                read_superseded=bool(seqs[0] and max(seqs[1], seqs[2]) > seqs[0]), related=list(f["related"]),
+                unfinished=bool(f["unfinished"]))))
         cursor = AnchorCursor(
             objective=self.objective, seq=self.seq, last_step=self.last_step, open_file=self.open_file,
             step_files=list(self.step_files), file_seq={k: (v[0], v[1], v[2]) for k, v in self.file_seq.items()},
@@ -1253,8 +1257,13 @@ class _State:
         for text, step in derived:
             nid = item_id("ns", text)
             if all(n.id != nid for n in out):
-                out.append(NextStep(id=nid, source_step=step, text=text))
+                out.append(self._same(("next", nid), NextStep(id=nid, source_step=step, text=text)))
         return out
+
+    def _same(self, key: tuple[str, str], item: Any) -> Any:
+        """``item``, or the equal one the anchor this state was built from had."""
+        was = self._was.get(key)
+        return was if was is not None and was == item else item
 
     def _unverified(self, a: Anchor) -> tuple[str, str] | None:
         """A change to the code that no passing run came after, while the agent's reproduction

@@ -7,12 +7,15 @@ anchor's own sections; when the trajectory holds an answer that the anchor lacks
 added (verbatim, with its source step) and the report names it. A question the trajectory does
 not answer either (nothing failed, the work is finished) is not a gap.
 
-Pure: no I/O, no state; the self-check calls it with the anchor and the segments it was built
-from.
+Pure: no I/O; the self-check calls it with the anchor and the segments it was built from. A
+conversation may pass a :class:`ContinuationMemo`: what the check reads of each segment (is it a
+user message, a failed run, the constraints in its own words) is then taken once per segment, and
+the answer is the same as without it.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 from ..models import Anchor, ChangeMade, Evidence, IntentItem, NextStep, Role, Segment, SegmentKind, UserConstraint
@@ -21,18 +24,66 @@ from ._text import item_id, prose_of, sentences, shorten
 from .build import NOT_FAILURE, _benign_exit, _condense_request, _error_line, _own_words
 from ..codeview import classify
 
-__all__ = ["QUESTIONS", "continuation_check"]
+__all__ = ["QUESTIONS", "ContinuationMemo", "continuation_check"]
 
 QUESTIONS = ("task", "files_changed", "what_failed", "live_error", "constraints", "next_step")
 
 
+def _is_user_message(s: Segment) -> bool:
+    return (s.role == Role.user and s.kind == SegmentKind.message and not s.meta
+            and bool(s.text.strip()) and not s.text.lstrip().startswith("/"))
+
+
+def _is_assistant_message(s: Segment) -> bool:
+    return s.role == Role.assistant and s.kind == SegmentKind.message and bool(s.text.strip())
+
+
 def _user_messages(segments: Sequence[Segment]) -> list[Segment]:
-    return [s for s in segments if s.role == Role.user and s.kind == SegmentKind.message and not s.meta
-            and s.text.strip() and not s.text.lstrip().startswith("/")]
+    return [s for s in segments if _is_user_message(s)]
 
 
 def _results(segments: Sequence[Segment]) -> list[Segment]:
     return [s for s in segments if s.kind == SegmentKind.tool_result and not s.meta]
+
+
+def _constraint_sentences(text: str) -> list[str]:
+    """The sentences of a user message's own words that read as constraints (and are verbatim in it)."""
+    own, _ = _own_words(text)
+    return [s for s in sentences(prose_of(own)) if (C.CONSTRAINT.search(s) or C.STOP.match(s)) and s in text]
+
+
+class ContinuationMemo:
+    """What :func:`continuation_check` reads of a conversation's segments, extended segment by
+    segment while the segments it saw are the first ones of the next call (the same objects)."""
+
+    def __init__(self) -> None:
+        self.segs: list[Segment] = []
+        self.users: list[Segment] = []
+        self.results: list[Segment] = []
+        self.failed: list[Segment] = []
+        self.last_assistant: Segment | None = None
+        self.constraints: dict[int, tuple[Segment, list[str]]] = {}
+
+    def update(self, segments: Sequence[Segment]) -> None:
+        old = self.segs
+        if not (len(old) <= len(segments) and all(map(operator.is_, old, segments))):
+            self.__init__()
+        for s in segments[len(self.segs):]:
+            if _is_user_message(s):
+                self.users.append(s)
+            elif s.kind == SegmentKind.tool_result and not s.meta:
+                self.results.append(s)
+                if _failed(s):
+                    self.failed.append(s)
+            elif _is_assistant_message(s):
+                self.last_assistant = s
+        self.segs = list(segments)
+
+    def constraint_sentences(self, seg: Segment) -> list[str]:
+        hit = self.constraints.get(id(seg))
+        if hit is None or hit[0] is not seg:
+            hit = self.constraints[id(seg)] = (seg, _constraint_sentences(seg.text))
+        return hit[1]
 
 
 def _failed(seg: Segment) -> bool:
@@ -42,13 +93,25 @@ def _failed(seg: Segment) -> bool:
     return not _benign_exit(seg.command or "", seg.exit_code, seg.text)
 
 
-def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anchor, list[str]]:
+def continuation_check(anchor: Anchor, segments: Sequence[Segment],
+                       memo: ContinuationMemo | None = None) -> tuple[Anchor, list[str]]:
     """(the anchor with back-filled answers, what was back-filled as ``question:id:step``)."""
     filled: list[str] = []
     upd: dict = {}
+    if memo is not None:
+        memo.update(segments)
+        users, results, failed_any = memo.users, memo.results, memo.failed
+        last_said = memo.last_assistant
+        said = memo.constraint_sentences
+    else:
+        users, results = _user_messages(segments), _results(segments)
+        failed_any = [r for r in results if _failed(r)]
+        last_said = next((s for s in reversed(segments) if _is_assistant_message(s)), None)
+
+        def said(u: Segment) -> list[str]:
+            return _constraint_sentences(u.text)
 
     # task?
-    users = _user_messages(segments)
     if not (anchor.intent.current or anchor.intent.initial) and users:
         first = users[0]
         text = _condense_request(first.text)
@@ -71,10 +134,8 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anc
         upd["changes_made"] = changes
 
     # what failed? / the live error?
-    results = _results(segments)
     tried = {fa.command.split("\n", 1)[0].strip() for fa in anchor.failed_attempts}
     evidence = list(anchor.key_evidence)
-    failed_any = [r for r in results if _failed(r)]
     if failed_any and not anchor.failed_attempts and not any(
             d.status == "excluded" for d in anchor.dead_ends):
         r = failed_any[-1]
@@ -86,7 +147,7 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anc
                 evidence.append(Evidence(id=eid, source_step=r.step_id, text=line, rule_id="anchor.backfill",
                                          family="error"))
                 filled.append(f"what_failed:{eid}:{r.step_id}")
-    if results and _failed(results[-1]):
+    if results and (results[-1] is failed_any[-1] if failed_any else False):
         live = [e for e in evidence if e.status == "live" and e.family not in NOT_FAILURE]
         if not live:
             r = results[-1]
@@ -104,13 +165,10 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anc
     if not [c for c in anchor.user_constraints if c.status == "active"]:
         cons = []
         for u in users:
-            own, _ = _own_words(u.text)
-            for s in sentences(prose_of(own)):
-                if C.CONSTRAINT.search(s) or C.STOP.match(s):
-                    if s in u.text:
-                        cid = item_id("uc", s, exact=True)
-                        cons.append(UserConstraint(id=cid, source_step=u.step_id, text=s))
-                        filled.append(f"constraints:{cid}:{u.step_id}")
+            for s in said(u):
+                cid = item_id("uc", s, exact=True)
+                cons.append(UserConstraint(id=cid, source_step=u.step_id, text=s))
+                filled.append(f"constraints:{cid}:{u.step_id}")
         if cons:
             upd["user_constraints"] = [*anchor.user_constraints, *cons]
 
@@ -124,12 +182,11 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment]) -> tuple[Anc
         if live:
             text, step = f"resolve the live failure: {shorten(live[-1].text.split(chr(10))[-1], 300)}", live[-1].source_step
         else:
-            last = [s for s in segments if s.role == Role.assistant and s.kind == SegmentKind.message and s.text.strip()]
-            if last and users and last[-1].index > users[-1].index:
-                sents = sentences(prose_of(last[-1].text))
+            if last_said is not None and users and last_said.index > users[-1].index:
+                sents = sentences(prose_of(last_said.text))
                 plan = [s for s in sents if C.NEXT_STEP.search(s)]
                 if plan:
-                    text, step = plan[-1], last[-1].step_id
+                    text, step = plan[-1], last_said.step_id
         if text:
             nid = item_id("ns", text)
             upd["next_steps"] = [*anchor.next_steps, NextStep(id=nid, source_step=step, text=text)]

@@ -4,11 +4,12 @@ layout). Each rendering shows every item once."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ..models import Anchor, Evidence, FileTouch
 
-__all__ = ["JSON_SECTIONS", "SEED_FIELDS", "to_json", "to_markdown", "to_seed_json", "render_lines"]
+__all__ = ["JSON_SECTIONS", "SEED_FIELDS", "RenderMemo", "to_json", "to_markdown", "to_seed_json", "render_lines"]
 
 SEED_FIELDS = ("objective_state", "facts_learned", "decisions_made", "open_questions", "dead_ends", "next_action_hint")
 
@@ -146,24 +147,70 @@ def _file_line(f: FileTouch, L: dict[str, str]) -> str:
     return "; ".join(parts)
 
 
-def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]:
+class RenderMemo:
+    """Rendered sections of a conversation's anchor, kept while what each section shows is the same
+    (the same item objects, the same texts): an anchor that grows every turn re-renders only the
+    sections whose items changed. The rows are the ones :func:`render_lines` gives without it."""
+
+    def __init__(self) -> None:
+        self.sections: dict[tuple[str, str], tuple[tuple, list[tuple[str, str, str]]]] = {}
+        self.counted: tuple | None = None  # (the count function, a rendering, its count): the size bound's
+
+
+def _same_deps(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, list):
+            if not (isinstance(y, list) and len(x) == len(y) and all(map(operator.is_, x, y))):
+                return False
+        elif not (x is y or (type(x) is type(y) and x == y)):
+            return False
+    return True
+
+
+def render_lines(anchor: Anchor, lang: str = "en", memo: RenderMemo | None = None) -> list[tuple[str, str, str]]:
     """The Markdown as (section, item id, text) rows: ``item id`` is '' for headings and fixed text.
 
     :func:`to_markdown` joins the texts; the budget fitter uses the rows to cost each item.
     """
-    L = _LABELS["zh" if lang == "zh" else "en"]
+    lang = "zh" if lang == "zh" else "en"
+    L = _LABELS[lang]
+    a = anchor
     rows: list[tuple[str, str, str]] = []
-    goal = anchor.cursor.objective or anchor.intent.current or anchor.intent.newest_request
+    goal = a.cursor.objective or a.intent.current or a.intent.newest_request
     rows.append(("title", "", L["title"]))
     rows.append(("goal", "", f"{L['goal']}: {goal}" if goal else f"{L['goal']}:"))
+    hist = a.intent.history
+    for name, deps, build in (
+            ("done", (hist, a.changes_made), _done_rows),
+            ("decisions", (a.decisions_made,), _decision_rows),
+            ("excluded", (a.dead_ends, hist, a.failed_attempts), _excluded_rows),
+            ("open", (a.open_questions, hist, a.next_steps, a.files_touched, a.next_action_hint), _open_rows),
+            ("evidence", (a.key_evidence, a.facts_learned), _evidence_rows),
+            ("constraints", (a.user_constraints,), _constraint_rows),
+            ("files", (a.files_touched,), _file_rows),
+            ("overflow", (a.overflow,), _overflow_rows)):
+        if memo is None:
+            rows.extend(build(a, L))
+            continue
+        hit = memo.sections.get((lang, name))
+        if hit is None or not _same_deps(hit[0], deps):
+            hit = memo.sections[(lang, name)] = (deps, build(a, L))
+        rows.extend(hit[1])
+    return rows
 
-    def section(name: str, label: str, items: list[tuple[str, str]]) -> None:
-        rows.append((name, "", f"{label}:"))
-        if not items:
-            rows.append((name, "", L["none"]))
-        for iid, text in items:
-            rows.append((name, iid, text))
 
+def _section(name: str, label: str, items: list[tuple[str, str]], L: dict[str, str]) -> list[tuple[str, str, str]]:
+    rows = [(name, "", f"{label}:")]
+    if not items:
+        rows.append((name, "", L["none"]))
+    for iid, text in items:
+        rows.append((name, iid, text))
+    return rows
+
+
+def _done_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
     done: list[tuple[str, str]] = []
     for it in anchor.intent.history:
         if it.kind in ("initial", "request") and it.status == "done":
@@ -171,12 +218,16 @@ def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]
     for c in anchor.changes_made:
         flag = f" — {L['failed']}" if c.status == "failed" else (f" — {L['pending']}" if c.status == "pending" else "")
         done.append((c.id, f"- {c.description}{_step(c.source_step)}{flag}"))
-    section("done", L["done"], done)
+    return _section("done", L["done"], done, L)
 
-    section("decisions", L["decisions"], [
+
+def _decision_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
+    return _section("decisions", L["decisions"], [
         (d.id, f"- {d.decision}" + (f"{L['sep']}{d.reason}" if d.reason else "") + _step(d.source_step))
-        for d in anchor.decisions_made if d.status == "active"])
+        for d in anchor.decisions_made if d.status == "active"], L)
 
+
+def _excluded_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
     excluded: list[tuple[str, str]] = []
     for x in anchor.dead_ends:
         if x.status != "excluded":
@@ -199,8 +250,10 @@ def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]
         if fa.status == "resolved":
             line += f" ({L['resolved']} {fa.resolved_at})"
         excluded.append((fa.id, line))
-    section("excluded", L["excluded"], excluded)
+    return _section("excluded", L["excluded"], excluded, L)
 
+
+def _open_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
     open_rows: list[tuple[str, str]] = []
     for q in anchor.open_questions:
         if q.status == "open":
@@ -218,18 +271,29 @@ def render_lines(anchor: Anchor, lang: str = "en") -> list[tuple[str, str, str]]
         {q.text for q in anchor.open_questions if q.status == "open"}
     if anchor.next_action_hint and not any(t.startswith(anchor.next_action_hint.rstrip("…")) for t in shown_steps):
         open_rows.append(("", f"- {L['hint']}{L['sep']}{anchor.next_action_hint}"))
-    section("open", L["open"], open_rows)
+    return _section("open", L["open"], open_rows, L)
 
+
+def _evidence_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
     ev_rows: list[tuple[str, str]] = []
     for e in anchor.key_evidence:
         ev_rows.append((e.id, _evidence_block(f"{_ev_prefix(e, L)} ", e.text)))
     for fact in anchor.facts_learned:
         ev_rows.append((fact.id, f"- {L['fact']}{_step(fact.source_step)}{L['sep']}{fact.text}"))
-    section("evidence", L["evidence"], ev_rows)
+    return _section("evidence", L["evidence"], ev_rows, L)
 
-    section("constraints", L["constraints"], [
-        (c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"])
-    section("files", L["files"], [(f"file:{f.path}", _file_line(f, L)) for f in anchor.files_touched])
+
+def _constraint_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
+    return _section("constraints", L["constraints"], [
+        (c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"], L)
+
+
+def _file_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
+    return _section("files", L["files"], [(f"file:{f.path}", _file_line(f, L)) for f in anchor.files_touched], L)
+
+
+def _overflow_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
     if anchor.overflow:
         rows.append(("overflow", "", f"{L['overflow']}:"))
         for o in anchor.overflow:
@@ -246,9 +310,11 @@ def _ev_prefix(e: Evidence, L: dict[str, str]) -> str:
     return f"({', '.join(bits)})" if bits else ""
 
 
-def to_markdown(anchor: Anchor, lang: str = "en") -> str:
-    """The anchor as Markdown: seed 001's layout (``lang="zh"``) or its English equivalent."""
-    rows = render_lines(anchor, lang)
+def to_markdown(anchor: Anchor, lang: str = "en", memo: RenderMemo | None = None) -> str:
+    """The anchor as Markdown: seed 001's layout (``lang="zh"``) or its English equivalent.
+    ``memo``: a conversation's :class:`RenderMemo` (the same text, sections re-rendered only when
+    their items changed)."""
+    rows = render_lines(anchor, lang, memo)
     out: list[str] = []
     prev_section = None
     for section, _, text in rows:

@@ -12,7 +12,7 @@ from ..normalize import normalize
 from ..syntax import is_summary_text
 from ..lazyre import lazy_regex
 
-__all__ = ["bf_id", "content_words", "is_request", "last_assistant", "newest_request", "present", "shorten", "squash",
+__all__ = ["bf_id", "content_words", "is_request", "last_assistant", "newest_request", "present", "present_squashed", "shorten", "squash",
            "word_set"]
 
 _WS = lazy_regex(r"\s+")
@@ -67,7 +67,11 @@ def last_assistant(segments: list[Segment]) -> Segment | None:
 def present(needle: str, haystack_squashed: str, *, prefix: int = 0) -> bool:
     """Is ``needle`` (whitespace-insensitively) in the squashed haystack? ``prefix`` > 0 checks
     only the first ``prefix`` characters of the needle (for texts a renderer may shorten)."""
-    n = squash(needle)
+    return present_squashed(squash(needle), haystack_squashed, prefix=prefix)
+
+
+def present_squashed(n: str, haystack_squashed: str, *, prefix: int = 0) -> bool:
+    """:func:`present` of a needle that is squashed already."""
     if not n:
         return True
     if prefix and len(n) > prefix:

@@ -20,11 +20,16 @@ records what failed *before* back-fill and what was put back.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from typing import Any
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
-from .common import bf_id, content_words, last_assistant, newest_request, present, shorten, squash, word_set
+from ..segments import changed
+from .common import (bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten, squash,
+                     word_set)
 
 __all__ = ["Missing", "SelfCheckResult", "TextMemo", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state"]
 
@@ -62,9 +67,13 @@ class TextMemo:
     def __init__(self) -> None:
         self.norm: dict[str, str] = {}
         self.squashed: dict[str, str] = {}
-        self.in_own: dict[int, tuple[Span, str]] = {}  # span found verbatim in this text of its own segment
         self.held: dict[int, tuple[Span, Segment, bool]] = {}  # protected_spans' verdict per span
+        # span -> (it, the segment id, that segment's kept text) it was found verbatim in: while
+        # that text is the one kept, the span is in the output
+        self.found: dict[int, tuple[Span, str, str]] = {}
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
+        self._request: tuple[list[Segment], Segment | None] = ([], None)  # (segments seen, the newest request)
+        self.protected: tuple | None = None  # protected_spans' last (spans, verdicts, volatile ones, map, version)
 
     def normalize(self, text: str) -> str:
         v = self.norm.get(text)
@@ -83,9 +92,37 @@ class TextMemo:
         if len(self.norm) > 4 * live + 256:
             self.norm.clear()
             self.squashed.clear()
-        if len(self.in_own) + len(self.held) > 64 * live + 4096:
-            self.in_own.clear()
+        if len(self.held) + len(self.found) > 64 * live + 4096:
             self.held.clear()
+            self.found.clear()
+
+    def newest_request(self, segments: list[Segment]) -> Segment | None:
+        """:func:`newest_request` of ``segments``; while the segments seen last time are the first
+        ones (the same objects), only the new ones are looked at."""
+        old, req = self._request
+        n = len(old)
+        if n <= len(segments) and all(map(operator.is_, old, segments)):
+            new = newest_request(segments[n:])
+            if new is not None:
+                req = new
+        else:
+            req = newest_request(segments)
+        self._request = (list(segments), req)
+        return req
+
+    def normalize_all(self, kept: dict[str, str]) -> dict[str, str]:
+        """``{sid: normalize(text)}`` for every kept text (looked up in one pass; only texts not
+        seen before are normalised)."""
+        vals = list(kept.values())
+        got = list(map(self.norm.get, vals))
+        for i in compress(range(len(got)), map(operator.is_, got, repeat(None))):
+            got[i] = self.normalize(vals[i])
+        return dict(zip(kept, got))
+
+    def unsettled(self, spans: list[Span], kept: dict[str, str]) -> list[Span]:
+        """The spans (in order) not known to be verbatim in the kept texts ``kept`` (normalised)."""
+        found, get = self.found.get, kept.get
+        return [sp for sp in spans if not ((h := found(id(sp))) is not None and h[0] is sp and get(h[1]) is h[2])]
 
 
 class _Output:
@@ -99,8 +136,7 @@ class _Output:
         self.memo = memo
         if memo is not None:
             memo.trim(len(kept))
-            norm = memo.normalize
-            self.kept = {sid: norm(t) for sid, t in kept.items()}
+            self.kept = memo.normalize_all(kept)
         else:
             self.kept = {sid: normalize(t) for sid, t in kept.items()}
         self.summary = normalize(summary or "")
@@ -135,16 +171,17 @@ class _Output:
 
     def in_own(self, sp: Span) -> bool:
         """The span is verbatim in its own segment's kept text (remembered per span and text)."""
-        own = self.kept.get(sp.segment_id or "")
+        sid = sp.segment_id or ""
+        own = self.kept.get(sid)
         memo = self.memo
         if memo is not None and own is not None:
-            hit = memo.in_own.get(id(sp))
-            if hit is not None and hit[0] is sp and hit[1] is own:
+            hit = memo.found.get(id(sp))
+            if hit is not None and hit[0] is sp and hit[2] is own:
                 return True
         t = sp.text
         if not t.strip() or (own is not None and t in own):
             if memo is not None and own is not None:
-                memo.in_own[id(sp)] = (sp, own)
+                memo.found[id(sp)] = (sp, sid, own)
             return True
         return False
 
@@ -153,8 +190,23 @@ class _Output:
             return t in self.blob
         return any(t in p for p in self._pieces())
 
+    def _found_elsewhere(self, sp: Span) -> bool:
+        """The span is verbatim in the kept text of some segment (remembered per span: while that
+        segment's kept text is the same, so is the answer)."""
+        memo = self.memo
+        hit = memo.found.get(id(sp))
+        if hit is not None and hit[0] is sp and self.kept.get(hit[1]) is hit[2]:
+            return True
+        t = sp.text
+        for sid, p in self.kept.items():
+            if t in p:
+                memo.found[id(sp)] = (sp, sid, p)
+                return True
+        return False
+
     def has_span(self, sp: Span) -> bool:
-        if self.memo is not None and self.in_own(sp):
+        memo = self.memo
+        if memo is not None and self.in_own(sp):
             return True
         t = sp.text
         if not t.strip():
@@ -162,16 +214,28 @@ class _Output:
         own = self.kept.get(sp.segment_id or "")
         if own is not None and t in own:
             return True
-        if t in self.summary or self._in_output(t):
+        if t in self.summary:
+            return True
+        if memo is not None:
+            # every kept text is looked at (the answer remembered); across two of them only when
+            # the span holds a line break
+            if self._found_elsewhere(sp) or ("\n" in t and t in self.blob):
+                return True
+        elif self._in_output(t):
             return True
         return squash(t) in self.squashed  # re-indented or re-wrapped by a renderer, same words
 
     def has(self, text: str, prefix: int = _PREFIX, own: str | None = None) -> bool:
         """Is ``text`` in the output? ``own``: the id of the segment it comes from, looked at first
         (the squashed output holds every squashed segment whole, so a hit there is a hit)."""
+        if self.memo is not None:
+            n = self.memo.squash(text)
+            if own is not None and own in self.kept and present_squashed(n, self.memo.squash(self.kept[own]),
+                                                                         prefix=prefix):
+                return True
+            return present_squashed(n, self.squashed, prefix=prefix)
         if own is not None and own in self.kept:
-            part = self.memo.squash(self.kept[own]) if self.memo is not None else squash(self.kept[own])
-            if present(text, part, prefix=prefix):
+            if present(text, squash(self.kept[own]), prefix=prefix):
                 return True
         return present(text, self.squashed, prefix=prefix)
 
@@ -238,7 +302,8 @@ def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) ->
     return out
 
 
-def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo | None = None) -> list[Span]:
+def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo | None = None,
+                    by_id: dict[str, Segment] | None = None, version: Any = None) -> list[Span]:
     """The spans the evidence chain and anti-repeat checks hold the output to (seed 001's
     absolute protection zone), each in the role where it means what its family says:
 
@@ -252,21 +317,25 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
       secrets are not held.
 
     With a conversation's ``memo`` a span's verdict is kept while its segment is the same.
+    ``by_id``: ``{s.id: s for s in segments}`` when the caller holds it; ``version`` names that
+    map's state (a conversation's segment index: the same map, ids only added). With both and a
+    memo, the verdicts of the last call hold up to the first span that changed.
     """
-    by_id = {s.id: s for s in segments}
+    if by_id is None:
+        by_id = {s.id: s for s in segments}
     file_results: set[str] | None = None
-    out: list[Span] = []
     held = memo.held if memo is not None else None
-    for sp in spans:
+
+    def judge(sp: Span) -> tuple[bool, bool]:
+        """(held to the output?, is the verdict the same next time while the span and its segment are?)"""
+        nonlocal file_results
         seg = by_id.get(sp.segment_id or "")
         if held is not None:
             hit = held.get(id(sp))
             if hit is not None and hit[0] is sp and hit[1] is seg:
-                if hit[2]:
-                    out.append(sp)
-                continue
+                return hit[2], True
         if seg is None or seg.meta or seg.role == Role.system or not sp.text.strip():
-            continue
+            return False, True
         fam = sp.family
         if fam in _EVIDENCE:
             ok = seg.role != Role.assistant
@@ -285,11 +354,28 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
                 ok = seg.id not in file_results
         else:
             ok = fam == "placeholder"
-        if held is not None and not (fam == "number" and seg.kind == SegmentKind.tool_result):
-            held[id(sp)] = (sp, seg, ok)  # (whether a result is a file read depends on its call: not kept)
-        if ok:
-            out.append(sp)
-    return out
+        # whether a result is a file read depends on its call: not kept
+        lasting = not (fam == "number" and seg.kind == SegmentKind.tool_result)
+        if held is not None and lasting:
+            held[id(sp)] = (sp, seg, ok)
+        return ok, lasting
+
+    k, flags, volatile = 0, [], []
+    last = memo.protected if memo is not None and version is not None else None
+    if last is not None and last[3] is by_id and last[4] == version:
+        k = min([len(last[0]), len(spans), *changed(last[0], spans)[:1]])
+        flags = last[1][:k]
+        volatile = [i for i in last[2] if i < k]
+        for i in volatile:
+            flags[i] = judge(spans[i])[0]
+    for i in range(k, len(spans)):
+        ok, lasting = judge(spans[i])
+        flags.append(ok)
+        if not lasting:
+            volatile.append(i)
+    if memo is not None and version is not None:
+        memo.protected = (list(spans), flags, volatile, by_id, version)
+    return list(compress(spans, flags))
 
 
 def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Anchor | None,
@@ -318,16 +404,17 @@ def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Ancho
     a = full_anchor or Anchor()
 
     # 1. continuity -----------------------------------------------------------------
-    req = newest_request(segments)
+    req = memo.newest_request(segments) if memo is not None else newest_request(segments)
     if req is not None and not out.has(req.text, prefix=300, own=req.id):
         add(Missing("continuity", "newest-request", f"newest-request:{req.step_id}", req.text, req.step_id))
     cursor = getattr(a, "cursor", None)
     intent_text = (getattr(cursor, "objective", "") or a.intent.current or a.intent.newest_request)
+    sq = memo.squash if memo is not None else squash  # (the memo's squash is squash, remembered)
     if req is not None:
-        rq = squash(req.text)
+        rq = sq(req.text)
         stale = False
         if a.intent.newest_request and len(rq) >= 15:
-            an = squash(a.intent.newest_request).rstrip("…").rstrip()
+            an = sq(a.intent.newest_request).rstrip("…").rstrip()
             stale = not (an[:_PREFIX] in rq or rq[:_PREFIX] in an)
         if not intent_text or stale:
             add(Missing("continuity", "intent", f"intent:{req.step_id}", req.text, req.step_id))
@@ -351,6 +438,10 @@ def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Ancho
 
     # 2. anti-repeat ---------------------------------------------------------------
     held = protected if protected is not None else protected_spans(segments, spans)
+    if memo is not None:
+        # a span found verbatim in a kept text that is still kept is present: neither loop below
+        # can report it, so only the others are asked (in the same order)
+        held = memo.unsettled(held, out.kept)
     for sp in held:
         if sp.family == "failed-approach" and not (out.has_span(sp) or out.has_words(sp.text)):
             add(Missing("anti_repeat", "excluded", f"excluded:{bf_id('x', sp.text)}",

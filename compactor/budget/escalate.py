@@ -35,13 +35,13 @@ The dropped originals are saved in the store: the summary's first line carries t
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 from ..collapse.store import content_id
 from ..errors import BudgetError, CompactorError
 from ..models import Anchor, Diagnostic, Placeholder, Role, SegmentKind, Severity
 from ..normalize import normalize
+from ..segments import changed, segment_index
 from ..audit.common import is_request, newest_request
 from ..audit.selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
 from ..syntax import is_summary_text
@@ -128,11 +128,12 @@ class _Escalation:
         self.fit_budget = fit_budget
         self.spans = state.spans()
         self.memo = _text_memo(compactor)  # the conversation's normalised texts (self-check)
-        self.protected = protected_spans(state.segments, self.spans, self.memo)
+        self.index = segment_index(getattr(state, "conversation", None), state.segments)
+        self.protected = protected_spans(state.segments, self.spans, self.memo, self.index.by_id,
+                                         version=self.index.rebinds)
         self.achieved: list[int] = []  # totals of rendered candidates (for the error message)
         self._units: list[Unit] | None = None
         self._tok: dict[str, int] | None = None
-        self.order = {s.id: s.index for s in state.segments}
         self.best_over: int | None = None  # smallest total seen that did not fit (for the error)
         self.budget = budget if budget is not None else self.cfg.budget
         self.cut: list = []  # ladder items cut to fit (priority order)
@@ -563,7 +564,8 @@ class _Escalation:
         ``after`` are the totals of Level 1 and of the candidate (for the stages)."""
         st = self.state
         if cand is None:  # Level 1 only: the self-check on the raw output
-            kept = {s.id: st.texts[s.id] for s in st.segments}
+            ids = self.index.update(st.segments).ids
+            kept = dict(zip(ids, map(st.texts.__getitem__, ids)))
             res = run_selfcheck(st.segments, self.spans, self.full, kept, None, folded=False,
                                 protected=self.protected, memo=self.memo)
             anchor = apply_to_anchor(self.full, res.missing, self.full)
@@ -662,6 +664,7 @@ def full_anchor(compactor, state) -> Anchor:
     segs = state.segments
     outcomes = state.outcomes
     none: tuple = ()
+    outs = list(map(outcomes.get, segment_index(getattr(state, "conversation", None), segs).ids))
 
     def spans_of(s) -> tuple:
         o = outcomes.get(s.id)
@@ -674,10 +677,10 @@ def full_anchor(compactor, state) -> Anchor:
         _, csegs, canchor, couts = cached
         n = len(csegs)
         same = n <= len(segs)
-        # the same segment with the same Level 1 outcome object: nothing to compare
-        if same and not (all(map(operator.is_, csegs, segs))
-                         and all(map(operator.is_, couts, map(outcomes.get, (s.id for s in csegs))))):
-            for i in range(n):
+        if same:
+            # the same segment with the same Level 1 outcome object: nothing to compare; only the
+            # segments where either differs are compared by content
+            for i in sorted({*changed(csegs, segs), *changed(couts, outs)}):
                 s, c = segs[i], csegs[i]
                 sp = spans_of(s)
                 csp = tuple(couts[i].spans) if couts[i] is not None else none
@@ -692,7 +695,7 @@ def full_anchor(compactor, state) -> Anchor:
     if anchor is None:
         anchor = build_anchor(segs, [sp for s in segs for sp in spans_of(s)], objective=state.config.objective)
     try:
-        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, list(map(outcomes.get, (s.id for s in segs))))
+        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, outs)
     except AttributeError:  # pragma: no cover - a compactor that does not take attributes
         pass
     return anchor

@@ -17,14 +17,24 @@ __all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summariz
 MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
 MASK_MAX = 1000  # lines longer than this only fold when identical
 _MASK = lazy_regex(
-    r"[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+"  # path-like token
+    # path-like token, tried only where a token starts: elsewhere in a token it cannot match (the
+    # scan reaches the middle of a token only when the token did not end in '/'), and trying it
+    # there rescanned the token at every position (quadratic in its length)
+    r"(?<![^\s/\"'()\[\]<>=,])[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+"
     r"|[A-Fa-f]*+\d[0-9A-Fa-f]*+"  # numbers, hex ids, hashes
 )
+
+
+# the same substitution on a line without '/': the path-like branch needs one, and trying it at
+# every position of a long token costs time quadratic in the token
+_MASK_NO_SLASH = lazy_regex(r"[A-Fa-f]*+\d[0-9A-Fa-f]*+")
 
 
 def template_of(line: str) -> str:
     if len(line) > MASK_MAX:
         return line
+    if "/" not in line:
+        return _MASK_NO_SLASH.sub("#", line)
     return _MASK.sub("#", line)
 
 

@@ -25,12 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+from itertools import compress
 from typing import Any
 
 
 from ..formats.calls import NOT_JSON, call_of, parse_arguments
 from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
+from ..segments import segment_index
 from ..lazyre import lazy_regex
 
 __all__ = ["HardenMemo", "harden", "evidence_spans", "EVIDENCE_FAMILIES"]
@@ -71,6 +73,14 @@ def evidence_spans(seg, spans) -> list:
 def _failing(seg, spans) -> bool:
     return (bool(evidence_spans(seg, spans)) or bool(seg.is_error)
             or seg.exit_code not in (None, 0))
+
+
+def _digest(text: str) -> tuple[int, str, bytes]:
+    norm = normalize(text)
+    exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
+    # keyed by digests: the texts themselves would hold every older output a second time
+    shape = hashlib.sha256(_SHAPE.sub("#", norm).encode("utf-8", errors="surrogatepass")).digest()
+    return len(norm), exact, shape
 
 
 def _gap(n: int, ref: str) -> str:
@@ -165,12 +175,40 @@ class HardenMemo:
         self.calls_kept: set[str] = set()  # call ids decided while none of their outputs failed
         self.calls_failed: set[str] = set()  # call ids left verbatim because an output of theirs failed
         self.failing: dict[str, tuple] = {}  # segment id -> (segment, spans, failing)
+        self.digests: dict[str, tuple] = {}  # segment id -> (segment, chars, exact digest, shape digest)
+        self._fail: tuple[list, list, list[bool]] = ([], [], [])  # failed_calls' last answer per output
 
     def reset(self, tag: Any) -> None:
-        failing = self.failing
+        failing, digests, fail = self.failing, self.digests, self._fail
         self.__init__()
         self.tag = tag
-        self.failing = failing
+        self.failing, self.digests, self._fail = failing, digests, fail
+
+    def failed_calls(self, results: list, outcomes: list) -> set[str]:
+        """The call ids of which a tool output fails (``results`` with their Level 1
+        ``outcomes``); only the outputs whose outcome changed since the last call are judged again."""
+        prev_res, prev_outs, flags = self._fail
+        n = len(prev_res)
+        if not (n <= len(results) and all(map(operator.is_, prev_res, results))):
+            n, flags = 0, []
+        flags = flags[:n]
+        for i in [i for i, (a, b) in enumerate(zip(prev_outs[:n], outcomes)) if a is not b]:
+            flags[i] = bool(results[i].call_id) and self.is_failing(results[i], outcomes[i])
+        for i in range(n, len(results)):
+            flags.append(bool(results[i].call_id) and self.is_failing(results[i], outcomes[i]))
+        self._fail = (list(results), outcomes, flags)
+        return {s.call_id for s in compress(results, flags)}
+
+    def digest(self, seg) -> tuple[int, str, bytes]:
+        """(normalised length, digest of the normalised text, digest of its shape) of a tool
+        output: what the duplicate pass compares (cached per segment; the recent outputs are
+        looked at again every turn)."""
+        hit = self.digests.get(seg.id)
+        if hit is not None and hit[0] is seg:
+            return hit[1]
+        val = _digest(seg.text)
+        self.digests[seg.id] = (seg, val)
+        return val
 
     def is_failing(self, seg, outcome) -> bool:
         """``_failing`` of a tool output with its Level 1 outcome (cached per segment)."""
@@ -195,16 +233,20 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
     if not (cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)):
         return
     segs = state.segments
-    results = [s for s in segs if s.kind == SegmentKind.tool_result and not s.meta]
+    idx = segment_index(getattr(state, "conversation", None), segs)
+    results = idx.live
     if len(results) <= 1:
         return
     # "older" is what the Level 1 stage collapsed: the outputs before its boundary, which moves in
     # batches (so the rewritten history stays a stable prefix for prompt caches)
-    every = [s for s in segs if s.kind == SegmentKind.tool_result]
+    every = idx.results
     boundary = state.boundary if state.boundary is not None else max(0, len(every) - cfg.keep_recent)
-    old = {s.id for s in every[:boundary]}
-    recent = {s.id for s in results if s.id not in old}
-    first_recent_step = min((s.step for s in results if s.id in recent), default=None)
+    pos = idx.result_pos
+
+    def is_old(seg) -> bool:  # among the outputs before the boundary
+        return pos.get(seg.id, boundary) < boundary
+
+    first_recent_step = min((s.step for s in every[boundary:] if not s.meta and not is_old(s)), default=None)
     outcomes = state.outcomes
     texts = state.texts
     no_spans: tuple = ()
@@ -216,10 +258,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
     fresh = memo is None
     if memo is None:
         memo = HardenMemo()
-    failed_calls: set[str] = set()
-    for s in results:
-        if s.call_id and s.call_id not in failed_calls and memo.is_failing(s, outcomes.get(s.id)):
-            failed_calls.add(s.call_id)
+    failed_calls = memo.failed_calls(results, list(map(outcomes.get, idx.live_ids)))
 
     start = 0
     if not fresh:
@@ -241,8 +280,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                         break
         if ok:
             start = n
-            for sid, t in memo.changes.items():
-                texts[sid] = t
+            texts.update(memo.changes)
             if memo.changes:
                 state.level = max(state.level, 1)
             state.placeholders.extend(memo.placeholders)
@@ -271,7 +309,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         seg = segs[i]
         if settled:
             if seg.kind == SegmentKind.tool_result and not seg.meta:
-                settled = seg.id in old
+                settled = is_old(seg)
             elif seg.kind == SegmentKind.tool_call and not seg.meta:
                 settled = first_recent_step is not None and seg.step < first_recent_step
             if settled:
@@ -286,17 +324,14 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             continue
         if seg.kind == SegmentKind.tool_result:
             spans = list(spans_of(seg))
-            norm = normalize(seg.text)
-            exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
-            # keyed by digests: the texts themselves would hold every older output a second time
-            shape = hashlib.sha256(_SHAPE.sub("#", norm).encode("utf-8", errors="surrogatepass")).digest()
+            chars, exact, shape = memo.digest(seg)
             failing = memo.is_failing(seg, outcomes.get(seg.id))
             earlier_exact = seen_exact.get(exact)
             earlier_shape = None if failing else seen_shape.get(shape)
             seen_exact.setdefault(exact, seg.step_id)
             if not failing:
                 seen_shape.setdefault(shape, seg.step_id)
-            if seg.id in recent or len(norm) < _MIN_DUP_CHARS:
+            if not is_old(seg) or chars < _MIN_DUP_CHARS:
                 continue
             if earlier_exact is not None or earlier_shape is not None:
                 ref, sha = _ref(store, seg.text)

@@ -541,16 +541,10 @@ class Trimmer:
             self._collect_annotations(det, view, cut)
         prefix = view.prefix
         base = self._lineno
-        known = self._known_runs(norm, prefix, protected, cut) if self.baseline is not None else ()
-        for i in range(cut):
-            line = norm[i]
-            body = line[prefix[i]:] if prefix is not None and prefix[i] else line
-            if i in protected and i not in known and not (i in weak and self.baseline.knows(body, shape_key(body))):
-                self._emit_region()
-                self._emit(line, line, base + i + 1)
-                self.stats.protected_lines += 1
-            else:
-                self._benign(line, body, lines[i], base + i + 1)
+        if self.baseline is None:
+            self._lines_plain(norm, lines, prefix, protected, cut, base)
+        else:
+            self._lines_with_baseline(norm, lines, prefix, protected, weak, cut, base)
         for i in cut_long:
             if i < cut:
                 self.stats.long_lines_cut += 1
@@ -562,6 +556,82 @@ class Trimmer:
                 self._close_pend()
             self._flush_rep()
         return lines[cut:]
+
+    def _lines_plain(self, norm: list[str], lines: list[str], prefix, protected: set[int], cut: int,
+                     base: int) -> None:
+        """The lines of a block without a baseline: protected lines printed, each run of other
+        lines added to the region at once (the same as ``_benign`` line by line)."""
+        keep = sorted(i for i in protected if i < cut)
+        a = 0
+        for i in keep:
+            if i > a:
+                self._benign_run(norm, lines, prefix, a, i, base)
+            line = norm[i]
+            self._emit_region()
+            self._emit(line, line, base + i + 1)
+            self.stats.protected_lines += 1
+            a = i + 1
+        if a < cut:
+            self._benign_run(norm, lines, prefix, a, cut, base)
+
+    def _benign_run(self, norm: list[str], lines: list[str], prefix, a: int, b: int, base: int) -> None:
+        """``_benign`` for lines a..b-1 of a block (no baseline), in bulk."""
+        r = self._region
+        n = b - a
+        seg = norm[a:b]
+        if r.originals is None and self.store is not None:
+            r.originals = []
+        if r.originals is not None:
+            room = 1_000_000 - len(r.originals)
+            if room > 0:
+                r.originals.extend(lines[a:a + min(n, room)])
+        r.nbytes += sum(map(len, seg)) + n
+        items = list(zip(seg, seg, range(base + a + 1, base + b + 1)))
+        if r.every is not None:
+            if len(r.every) + n <= _EVERY:
+                r.every.extend(items)
+            else:
+                r.every = None
+        r.count += n
+        need = max(self.opt.keep_head, self.opt.min_fold) - len(r.head)
+        if need > 0:
+            r.head.extend(items[:need])
+        r.tail.extend(items[-8:])
+        if prefix is None:
+            bodies = seg
+        else:
+            bodies = [x[k:] if k else x for x, k in zip(seg, prefix[a:b])]
+        keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
+        templates, first, last = r.templates, r.first, r.last
+        if len(templates) + n <= 5000:  # no new shape can be refused: counted in bulk
+            fresh = [k for k in dict.fromkeys(keys) if k not in templates]
+            templates.update(keys)
+            if fresh:
+                earliest = dict(zip(reversed(keys), reversed(bodies)))
+                for k in fresh:
+                    first[k] = earliest[k]
+            last.update(zip(keys, bodies))
+            return
+        for key, body in zip(keys, bodies):
+            if key in templates:
+                templates[key] += 1
+                last[key] = body
+            elif len(templates) < 5000:
+                templates[key] = 1
+                first[key] = last[key] = body
+
+    def _lines_with_baseline(self, norm: list[str], lines: list[str], prefix, protected: set[int], weak: set[int],
+                             cut: int, base: int) -> None:
+        known = self._known_runs(norm, prefix, protected, cut)
+        for i in range(cut):
+            line = norm[i]
+            body = line[prefix[i]:] if prefix is not None and prefix[i] else line
+            if i in protected and i not in known and not (i in weak and self.baseline.knows(body, shape_key(body))):
+                self._emit_region()
+                self._emit(line, line, base + i + 1)
+                self.stats.protected_lines += 1
+            else:
+                self._benign(line, body, lines[i], base + i + 1)
 
     def _known_runs(self, norm: list[str], prefix, protected: set[int], cut: int) -> set[int]:
         """Protected lines inside a long run of lines of one shape that the passing run also printed

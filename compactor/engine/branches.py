@@ -28,7 +28,7 @@ from re import _constants as C  # noqa: N812
 from re import _parser as sre
 from ..lazyre import lazy_re
 
-__all__ = ["Branch", "required", "split_any"]
+__all__ = ["Branch", "required", "split_any", "split_cached"]
 
 MAX_ALTERNATIVES = 12  # a branch gated by more literals than this is not worth gating
 MIN_LITERAL = 2  # a one-character gate ('=', ':') is on most lines
@@ -184,6 +184,42 @@ def split_any(pattern: str, flags: int, limit: int = 64) -> list[Branch] | None:
             return None
         branches.append(Branch(head + p, required(tree, bool(tree.state.flags & re.IGNORECASE))))
     return branches
+
+
+def split_cached(pattern: str, flags: int) -> list[Branch] | None:
+    """``split_any`` kept on disk beside the compiled programs (``programs.cached_value``), keyed
+    by this module's source: parsing every branch with ``sre`` costs about 30 ms per process."""
+    from .programs import cached_value
+
+    data = cached_value(f"split {_source_hash()}", f"{int(flags)}\0{pattern}",
+                        lambda: _as_data(split_any(pattern, flags)))
+    try:
+        if data is None:
+            return None
+        return [Branch(src, None if lits is None else [(str(lit), bool(ci)) for lit, ci in lits]) for src, lits in data]
+    except (TypeError, ValueError):  # not what _as_data writes: computed afresh
+        return split_any(pattern, flags)
+
+
+def _as_data(branches: list[Branch] | None) -> list | None:
+    if branches is None:
+        return None
+    return [(b.source, None if b.literals is None else [(lit, ci) for lit, ci in b.literals]) for b in branches]
+
+
+_HASH: list[str] = []
+
+
+def _source_hash() -> str:
+    if not _HASH:
+        import hashlib
+
+        try:
+            with open(__file__, "rb") as fh:
+                _HASH.append(hashlib.sha256(fh.read()).hexdigest()[:16])
+        except OSError:
+            _HASH.append("unknown")
+    return _HASH[0]
 
 
 # ---- necessary literals of a parsed pattern -------------------------------------------------------

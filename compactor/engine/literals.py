@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from bisect import bisect_right
 from itertools import accumulate
 from operator import add
 from pathlib import Path
 from typing import Any, Protocol
+from ..lazyre import lazy_re
 
 
 class TextView(Protocol):
@@ -42,10 +44,12 @@ class TextView(Protocol):
     starts: list[int]
     lines: list[str]
     _hits: dict[Any, list[int]]
+    _bytes: tuple | None
 
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
-__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "literal_key", "scan_chunked"]
+__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "gate_fits_hyperscan", "gate_key",
+           "literal_key", "scan_chunked"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
 ENGINES = ("hyperscan", "ahocorasick", "python")
@@ -83,9 +87,13 @@ PYTHON_FIRST_CHARS = 64 * 1024
 class LiteralScanner:
     """Compiled once per set of literals; ``scan(view)`` fills the view's literal cache."""
 
-    def __init__(self, literals: list[tuple[str, bool]], engine: str | None = None):
+    def __init__(self, literals: list[tuple[str, bool]], engine: str | None = None,
+                 gates: list[tuple[str, bool]] = ()):
         keys = sorted({literal_key(lit, ci) for lit, ci in literals if lit})
         self.keys = keys
+        # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
+        self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
+        self._gate_db = None
         # byte-level groups: (key, needle bytes, caseless ASCII?)
         self._bytes_keys: list[tuple[tuple[str, bool], bytes, bool]] = []
         self._lowered: list[tuple[str, bool]] = []  # non-ASCII literals with case: str.find on view.lower
@@ -152,14 +160,66 @@ class LiteralScanner:
             view._hits[key] = lines
         for lit, ci in self._lowered:
             view.lines_with(lit, ci)
+        if self.engine == "hyperscan" and self.gates:
+            found = self._scan_gates(view)
+            if found is not None:  # None: a gate is on most lines, its rule runs over the whole text
+                for g, lines in zip(self.gates, found):
+                    view._hits[gate_key(*g)] = lines
+
+    def _scan_gates(self, view: TextView) -> list[list[int]] | None:
+        """Per gate, the lines where it may match: where hyperscan finds it, plus every line with a
+        non-ASCII character (there ``regex`` and hyperscan read classes such as ``\\d`` differently),
+        plus the lines of a chunk cut short by a dense line (a superset is all a gate promises).
+
+        None when a gate holds on more than ``GATE_SHARE`` of the lines (a 100,000-frame trace of
+        ``File.java:12`` lines): the scan stops there, and searching those lines one by one would
+        cost more than one search of the whole text."""
+        if self._gate_db is None:
+            self._gate_db = _hyperscan_gate_db(self.gates)
+        data, starts = self._bytes_view(view)
+        n = len(self.gates)
+        out: list[list[int]] = [[] for _ in range(n)]
+        last = [-1] * n
+        nstarts = len(starts)
+        big = 1 << 62
+        state = [0, big, -1, -1, 0]
+        br = bisect_right
+        most = GATE_SHARE * nstarts + 64
+        stop = [False]
+
+        def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
+            e1 = b + state[0] - 1
+            if state[1] <= e1 <= state[2]:
+                state[4] += 1
+                if state[4] > LINE_CAP:
+                    return True
+                ln = state[3]
+            else:
+                ln = br(starts, e1) - 1
+                state[1] = starts[ln]
+                state[2] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+                state[3] = ln
+                state[4] = 1
+            if last[i] != ln:
+                out[i].append(ln)
+                last[i] = ln
+                if len(out[i]) > most:
+                    stop[0] = True
+                    return True
+            return None
+
+        extra = scan_chunked(self._gate_db, data, starts, on_match, state, self._terminated, stop)
+        if stop[0]:
+            return None
+        extra.extend(bytes_view(view)[2])
+        if extra:
+            out = [sorted(set(lines).union(extra)) for lines in out]
+        else:
+            out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
+        return out
 
     def _bytes_view(self, view: TextView) -> tuple[bytes, list[int]]:
-        text = view.text
-        if text.isascii():
-            return text.encode("ascii"), view.starts
-        data = text.encode("utf-8", "surrogatepass")
-        blines = data.split(b"\n")
-        starts = list(map(add, accumulate(map(len, blines[:-1]), initial=0), range(len(blines))))
+        data, starts, _ = bytes_view(view)
         return data, starts
 
     def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
@@ -265,10 +325,44 @@ class LiteralScanner:
                 out[k] = sorted(found.union(add_lines))
 
 
+ASCII_RUN = 64  # lines checked together for non-ASCII characters
+GATE_SHARE = 0.25  # a gate on more of the lines than this is not used (its rule searches the whole text)
+
+
+def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
+    """(UTF-8 bytes, byte offset of each line, numbers of the lines with a non-ASCII character),
+    computed once per view. The byte offsets are the character offsets shifted by the extra bytes
+    of the non-ASCII lines before each line; runs of lines are checked with one ``str.isascii``
+    each, so a mostly-ASCII text costs about one pass."""
+    got = view._bytes
+    if got is not None:
+        return got
+    text = view.text
+    if text.isascii():
+        got = (text.encode("ascii"), view.starts, [])
+    else:
+        starts, lines = view.starts, view.lines
+        n = len(lines)
+        wide: list[int] = []
+        for a in range(0, n, ASCII_RUN):
+            b = min(n, a + ASCII_RUN)
+            end = starts[b] if b < n else len(text)
+            if not text[starts[a]:end].isascii():
+                wide.extend(i for i in range(a, b) if not lines[i].isascii())
+        shift = [0] * n
+        for i in wide:
+            if i + 1 < n:
+                shift[i + 1] = len(lines[i].encode("utf-8", "surrogatepass")) - len(lines[i])
+        got = (text.encode("utf-8", "surrogatepass"), list(map(add, starts, accumulate(shift))), wide)
+    view._bytes = got
+    return got
+
+
 CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-reads at most this much
 
 
-def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated) -> list[int]:
+def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated,
+                 stop: list[bool] | None = None) -> list[int]:
     """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes.
 
     ``state[0]`` is set to each scan's base offset and ``state[3]`` is read as the current line
@@ -290,8 +384,9 @@ def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, term
                 db.scan(data[pos:end], match_event_handler=on_match)
                 pos = end
                 break
-            except terminated:  # a dense line: skip its rest
-                pass
+            except terminated:  # a dense line: skip its rest (or, with ``stop[0]`` set, stop)
+                if stop is not None and stop[0]:
+                    return recheck
             ln = state[3]
             recheck.extend(range(bisect_right(starts, pos) - 1, ln + 1))
             if ln + 1 >= nstarts:
@@ -333,6 +428,32 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
         os.replace(tmp, path)
     except OSError:  # a read-only home: the database lives in memory only
         pass
+    return db
+
+
+def gate_key(pattern: str, ignore_case: bool) -> tuple[str, str, bool]:
+    """The key of a gate's candidate lines in a view's literal cache."""
+    return ("gate", pattern, ignore_case)
+
+
+# constructs hyperscan reads unlike ``regex`` even on ASCII text (``\s`` takes \x1c-\x1f in
+# ``regex``), anchors (whole text against lines) and everything hyperscan lacks (lookarounds,
+# inline flags, backreferences, Unicode properties): a gate with one of them is not scanned
+_HS_UNSAFE = lazy_re(r"\\[sApPNXGZzQEgk0-9]|[\^$]|\(\?(?!:)")
+
+
+def gate_fits_hyperscan(pattern: str, ignore_case: bool) -> bool:
+    """True if hyperscan finds ``pattern`` on a printable ASCII line exactly where ``regex`` does."""
+    return pattern.isascii() and not _HS_UNSAFE.search(re.sub(r"(?<!\\)\[\^", "[", pattern)) and "\\" not in pattern[-1:]
+
+
+def _hyperscan_gate_db(gates: list[tuple[str, bool]]):
+    import hyperscan
+
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[g.encode("ascii") for g, _ in gates], ids=list(range(len(gates))), elements=len(gates),
+               flags=[hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in gates])
+    db.scratch = hyperscan.Scratch(db)
     return db
 
 

@@ -7,8 +7,12 @@ Speed comes from doing as little per line as possible:
 - a line rule with many candidate lines runs as gated branches (``branches.py``): each
   alternative of its pattern only on the lines holding a literal it needs; a rule's optional
   ``gate`` (a cheap necessary pattern) is tried before its pattern;
-- rules without a prefilter run as one ``finditer`` over the whole text, with a timeout;
-- patterns are compiled once per process.
+- rules without a prefilter run as one ``finditer`` over the whole text, with a timeout; when
+  such a rule has a ``gate`` that hyperscan reads like ``regex`` (``literals.gate_fits_hyperscan``),
+  the one-pass literal scan also finds the lines the gate may match and the pattern runs only on
+  those lines (``fileref.path-line``);
+- patterns are compiled once per process, and rebuilt from their compiled programs kept on disk
+  (``programs.py``) rather than parsed again in each process.
 
 Every rule is bounded: block-level calls carry the ``regex`` timeout; per-line calls on long
 lines carry it too; multi-line blocks stop at ``max_lines`` / ``max_bytes``; a rule that runs out
@@ -27,8 +31,8 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX, ci_prefixed
-from .branches import split_any
-from .literals import LiteralScanner, literal_key
+from .branches import split_cached
+from .literals import LiteralScanner, gate_fits_hyperscan, gate_key, literal_key
 from .records import FLAG_NAMES
 from ..lazyre import lazy_regex
 
@@ -56,7 +60,7 @@ class TextView:
     (``_ci_haystack``): ``str.lower`` on non-ASCII text is several times slower.
     """
 
-    __slots__ = ("text", "lines", "starts", "prefix", "_lower", "_hay_ci", "_hits")
+    __slots__ = ("text", "lines", "starts", "prefix", "_lower", "_hay_ci", "_hits", "_bytes")
 
     def __init__(self, text: str):
         self.text = text
@@ -64,6 +68,7 @@ class TextView:
         self._lower: str | None = None
         self._hay_ci: tuple | None = None
         self._hits: dict = {}
+        self._bytes: tuple | None = None  # literals.bytes_view
         self._split()
 
     def __repr__(self) -> str:
@@ -167,6 +172,27 @@ class TextView:
 ENGINE_PREFIXES = ("CRASH LOG: ",)
 
 
+def _in(hay, lit: str):
+    """An ASCII literal in the type of ``hay`` (str or Latin-1 bytes)."""
+    return lit if type(hay) is str else lit.encode("ascii")
+
+
+def _lines_holding(hay, starts: list[int], needle) -> list[int]:
+    """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``) that contain
+    ``needle``, once each, in order."""
+    out: list[int] = []
+    find = hay.find
+    nstarts = len(starts)
+    pos = find(needle)
+    while pos != -1:
+        ln = bisect_right(starts, pos) - 1
+        out.append(ln)
+        if ln + 1 >= nstarts:
+            break
+        pos = find(needle, starts[ln + 1])
+    return out
+
+
 def _line_starts(lines: list) -> list[int]:
     """Offsets of each line's first character (works for str and bytes lines), C-speed."""
     return list(map(add, accumulate(map(len, lines[:-1]), initial=0), range(len(lines))))
@@ -193,9 +219,9 @@ def _flags(names: Iterable[str]) -> int:
 
 @lru_cache(maxsize=4096)
 def _compile(pattern: str, flags: int) -> regex.Pattern:
-    import regex  # imported by the first rule compiled: a short trim that compiles none never pays for it
+    from .programs import compile_pattern  # imports regex: a short trim that compiles no rule never pays
 
-    return regex.compile(pattern, flags)
+    return compile_pattern(pattern, flags)
 
 
 def _search_line(pat: regex.Pattern, line: str, deadline_budget: float):
@@ -277,8 +303,12 @@ class RegexRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         if cand is None:
+            gated = view._hits.get(gate_key(*self.text_gate)) if self.text_gate is not None else None
             try:
-                matches = list(self.whole.finditer(view.text, timeout=budget))
+                if gated is None:
+                    matches = list(self.whole.finditer(view.text, timeout=budget))
+                else:
+                    matches = self._gated_matches(view, gated, budget, t0)
             except TimeoutError:
                 raise RuleTimeout(self.id) from None
             last_line = -1
@@ -289,6 +319,19 @@ class RegexRule(CompiledRule):
             plain_lines = by_line and not spec.context_before and not spec.context_after
             lines = view.lines
             append = out.append
+            if plain_lines and group == 0:  # the common case, one step per match less (a long trace has 100,000)
+                ends = starts[1:]
+                ends.append(1 << 62)
+                for m in matches:
+                    a, b = m.span()
+                    if last_line >= 0 and a < ends[last_line]:
+                        continue  # the line is already covered by an earlier match
+                    ls = bisect_right(starts, a) - 1
+                    e = b - 1 if b > a else a
+                    le = ls if e < ends[ls] else bisect_right(starts, e) - 1
+                    append((starts[ls], starts[le] + len(lines[le]), ls, le, False))
+                    last_line = le
+                return out
             for m in matches:
                 a, b = m.span(group)
                 if a < 0:
@@ -328,6 +371,37 @@ class RegexRule(CompiledRule):
         return out
 
     @cached_property
+    def text_gate(self) -> tuple[str, bool] | None:
+        """(gate, ignore case) when the one-pass scan can find this whole-text rule's candidate
+        lines: a rule without prefilter whose gate hyperscan reads like ``regex`` (no flags but
+        IGNORECASE, see ``literals.gate_fits_hyperscan``)."""
+        spec = self.spec
+        if self.prefilter or not spec.gate or not set(spec.flags) <= {"IGNORECASE"}:
+            return None
+        g = (spec.gate, "IGNORECASE" in spec.flags)
+        return g if gate_fits_hyperscan(*g) else None
+
+    def _gated_matches(self, view: TextView, lines: list[int], budget: float, t0: float) -> list:
+        """The whole-text matches, searched only on the lines where the gate may match (each line
+        up to its end, the newline excluded: a gated rule's matches lie within one line)."""
+        finditer = self.whole.finditer
+        text = view.text
+        starts = view.starts
+        nstarts = len(starts)
+        end_all = len(text)
+        out: list = []
+        for n, i in enumerate(lines):
+            if n & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(self.id)
+            a = starts[i]
+            b = starts[i + 1] - 1 if i + 1 < nstarts else end_all
+            if b - a > 4096:
+                out.extend(finditer(text, a, b, timeout=budget))
+            else:
+                out.extend(finditer(text, a, b))
+        return out
+
+    @cached_property
     def gate(self) -> regex.Pattern | None:
         return _compile(self.spec.gate, _flags(self.spec.flags)) if self.spec.gate else None
 
@@ -339,70 +413,21 @@ class RegexRule(CompiledRule):
         literals, lowered case-insensitive gate literals, gated?]. A line can match the branch
         only if it contains one of the literals. Not split when more than one branch has no
         literal: every line would then be searched by several long patterns instead of one."""
-        split = split_any(self.spec.pattern, _flags(self.spec.flags))
-        if split is None or sum(br.literals is None for br in split) > 1:
-            return None
-        out = []
-        for br in split:
-            lits = br.literals or []
-            cs = tuple(lit for lit, ci in lits if not ci)
-            ci = tuple(lit.lower() for lit, ci in lits if ci)
-            out.append([None, br.source, cs, ci, br.literals is not None])
-        # the ungated branch last: a line matched by a gated one is not searched again
-        out.sort(key=lambda b: not b[4])
-        return out
+        return _branch_table(self.spec.pattern, _flags(self.spec.flags))
 
     def _find_split(self, view: TextView, cand: list[int], budget: float, t0: float):
         """Line-scope matching by branches: a line matches iff one of its branches does, and a
         branch is searched only on lines holding one of its literals (case-insensitive literals
         are checked on ASCII lines; a non-ASCII line is searched, since case folding can map
-        non-ASCII letters such as the Kelvin sign onto ASCII ones)."""
-        out = []
+        non-ASCII letters such as the Kelvin sign onto ASCII ones).
+
+        Branch by branch: the candidate lines are joined once, each branch's literals are found
+        in that text with ``str.find`` (C speed, one step per line that holds one), and the
+        branch is searched on those lines only; a line already matched is not searched again."""
         nlines = len(view.lines)
-        branches = self.branches
-        searches = 0
-        gate = self.gate
-        for i in cand:
-            body = view.body(i)
-            if gate is not None and _search_line(gate, body, budget) is None:
-                continue
-            asc = None
-            low = None
-            for br in branches:
-                pat, _src, cs, ci, gated = br
-                if gated:
-                    hit = False
-                    for lit in cs:
-                        if lit in body:
-                            hit = True
-                            break
-                    if not hit and ci:
-                        if asc is None:
-                            asc = body.isascii()
-                        if not asc:
-                            hit = True
-                        else:
-                            if low is None:
-                                low = body.lower()
-                            for lit in ci:
-                                if lit in low:
-                                    hit = True
-                                    break
-                    if not hit:
-                        continue
-                searches += 1
-                if searches & 255 == 255 and time.process_time() - t0 > budget:
-                    raise RuleTimeout(self.id)
-                if pat is None:  # compiled on first use: most branches never find their literal
-                    pat = br[0] = _compile(br[1], _flags(self.spec.flags))
-                try:
-                    m = _search_line(pat, body, budget)
-                except TimeoutError:
-                    raise RuleTimeout(self.id) from None
-                if m is not None:
-                    out.append(self._span(view, 0, 0, i, i, nlines))
-                    break
-        return out
+        return [self._span(view, 0, 0, i, i, nlines)
+                for i in _lines_matching(view, cand, self.branches, _flags(self.spec.flags), self.gate, budget, t0,
+                                         self.id)]
 
     def _span(self, view: TextView, a: int, b: int, ls: int, le: int, nlines: int):
         spec = self.spec
@@ -457,13 +482,18 @@ class LineBlockRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         covered_until = -1
+        start = self.start
+        start_search = start.search
+        all_lines = view.lines
+        pre = view.prefix
         for n, i in enumerate(cand):
             if n & 127 == 127 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             if i <= covered_until:
                 continue
             try:
-                if _search_line(self.start, view.body(i), budget) is None:
+                head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
+                if (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is None:
                     continue
                 first = i
                 # lines before the header that belong to it (e.g. Node's source-context preamble)
@@ -536,6 +566,101 @@ class LineBlockRule(CompiledRule):
             out.append((a, b, first, last, spec.long_trace))
             covered_until = last
         return out
+
+
+def _branch_table(pattern: str, flags: int) -> list[list] | None:
+    """``RegexRule.branches`` of a pattern (see there)."""
+    split = split_cached(pattern, flags)
+    if split is None or sum(br.literals is None for br in split) > 1:
+        return None
+    out = []
+    for br in split:
+        lits = br.literals or []
+        cs = tuple(lit for lit, ci in lits if not ci)
+        ci = tuple(lit.lower() for lit, ci in lits if ci)
+        out.append([None, br.source, cs, ci, br.literals is not None])
+    # the ungated branch last: a line matched by a gated one is not searched again
+    out.sort(key=lambda b: not b[4])
+    return out
+
+
+def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags: int, gate, budget: float,
+                    t0: float, rule_id: str) -> list[int]:
+    """The candidate lines (ascending) whose body one of ``branches`` matches (see
+    ``RegexRule.branches``), searched branch by branch: the candidate lines are joined once, each
+    branch's literals are found in that text with ``str.find`` and the branch is searched on those
+    lines only; a line already matched is not searched again. ``gate``, if given, must also match."""
+    prefix = view.prefix
+    lines = view.lines
+    if prefix is None:
+        bodies = [lines[i] for i in cand]
+    else:
+        bodies = [lines[i][prefix[i]:] if prefix[i] else lines[i] for i in cand]
+    joined = "\n".join(bodies)
+    jstarts = _line_starts(bodies)
+    # ASCII literals are found in one byte per character (same offsets; characters outside Latin-1
+    # become '?', which can only add candidate lines): str.find on text with wide characters is slow
+    hay = joined if joined.isascii() else joined.encode("latin-1", "replace")
+    low = None  # ASCII-lowered joined text (same offsets), for case-insensitive literals
+    wide: list[int] | None = None  # the non-ASCII candidate lines
+    ncand = len(cand)
+    matched = bytearray(ncand)
+    gated_out = bytearray(ncand)  # 1: the gate was tried and failed, 2: it passed
+    searches = 0
+    orders: list[Iterable[int]] = []
+    holding: dict[tuple[str, bool], list[int]] = {}  # literal -> candidate lines (branches share some)
+    for br in branches:
+        pat, _src, cs, ci, has_lits = br
+        if has_lits:
+            ks: set[int] = set()
+            for lit in cs:
+                got = holding.get((lit, False))
+                if got is None:
+                    if lit.isascii():
+                        got = _lines_holding(hay, jstarts, _in(hay, lit))
+                    else:
+                        got = _lines_holding(joined, jstarts, lit)
+                    holding[(lit, False)] = got
+                ks.update(got)
+            if ci:
+                if wide is None:
+                    wide = [] if joined.isascii() else [k for k, body in enumerate(bodies) if not body.isascii()]
+                if low is None:
+                    low = joined.lower() if joined.isascii() else joined.encode("latin-1", "replace").lower()
+                for lit in ci:
+                    if lit.isascii():  # a non-ASCII literal is never in a lowered ASCII line
+                        got = holding.get((lit, True))
+                        if got is None:
+                            got = holding[(lit, True)] = _lines_holding(low, jstarts, _in(low, lit))
+                        ks.update(got)
+                ks.update(wide)
+            orders.append(sorted(ks))
+        else:
+            orders.append(range(ncand))
+    for br, order in zip(branches, orders):
+        pat = br[0]
+        for k in order:
+            if matched[k]:
+                continue
+            body = bodies[k]
+            if gate is not None:
+                g = gated_out[k]
+                if g == 0:
+                    g = gated_out[k] = 1 if _search_line(gate, body, budget) is None else 2
+                if g == 1:
+                    continue
+            searches += 1
+            if searches & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(rule_id)
+            if pat is None:  # compiled on first use: most branches never find their literal
+                pat = br[0] = _compile(br[1], flags)
+            try:
+                m = _search_line(pat, body, budget)
+            except TimeoutError:
+                raise RuleTimeout(rule_id) from None
+            if m is not None:
+                matched[k] = 1
+    return [cand[k] for k in range(ncand) if matched[k]]
 
 
 def _has_lines(view: TextView, first: int, last: int, need: int) -> bool:
@@ -669,12 +794,14 @@ _SCANNERS: dict[tuple, LiteralScanner] = {}
 
 
 def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> LiteralScanner:
-    """One multi-literal scanner per set of prefilter literals (compiled once per process)."""
+    """One multi-literal scanner per set of prefilter literals and whole-text gates (compiled
+    once per process)."""
     lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}))
-    key = (lits, engine)
+    gates = tuple(sorted({g for cr in rules if (g := getattr(cr, "text_gate", None)) is not None}))
+    key = (lits, gates, engine)
     sc = _SCANNERS.get(key)
     if sc is None:
-        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine)
+        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates))
     return sc
 
 
