@@ -36,9 +36,9 @@ pygments. Deterministic: the same call and output give the same view.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from .lazyre import lazy_re
 
 __all__ = ["Definition", "View", "call_kind", "classify", "language_of", "split_commands"]
 
@@ -168,7 +168,7 @@ def _is_log_path(path: str) -> bool:
 # ------------------------------------------------------------------ commands
 
 
-_HEREDOC_OPEN = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_]\w{0,40})\1[^\n]*\n")
+_HEREDOC_OPEN = lazy_re(r"<<-?[ \t]*(['\"]?)([A-Za-z_]\w{0,40})\1[^\n]*\n")
 
 
 def _strip_heredocs(text: str) -> str:
@@ -195,7 +195,7 @@ def _strip_heredocs(text: str) -> str:
                 return "".join(out)
             j = k + 1
     return "".join(out)
-_SEP = re.compile(r"\|\||&&|[;|\n]")
+_SEP = lazy_re(r"\|\||&&|[;|\n]")
 
 
 def split_commands(command: str) -> list[list[str]]:
@@ -401,7 +401,7 @@ _SEARCH_TOOLS = frozenset({"grep", "search_file", "search_files", "ripgrep", "rg
 _SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "terminal", "exec_command",
                           "local_shell", "run", "cmd", "container.exec", "execute_command", "run_command"})
 _EDITOR_VERBS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
-_PATH_RE = re.compile(r"(?:^|\s)((?:/|\./|~/)?[\w.@+-]+(?:/[\w.@+-]+)+/?|[\w@+-]+\.[A-Za-z0-9]{1,8})(?=\s|$)")
+_PATH_RE = lazy_re(r"(?:^|\s)((?:/|\./|~/)?[\w.@+-]+(?:/[\w.@+-]+)+/?|[\w@+-]+\.[A-Za-z0-9]{1,8})(?=\s|$)")
 
 
 def _from_tool(tool: str, command: str, path: str) -> _Call | None:
@@ -446,9 +446,9 @@ def _first_path(command: str) -> str:
 
 
 # line-number prefixes: cat -n / OpenHands (`   12\t`), Claude Code (`    12→`), SWE-agent (`12:`)
-_NUM_TAB = re.compile(r"^ *(\d{1,7})(?:\t|→)")
-_NUM_COLON = re.compile(r"^(\d{1,7}):(?!\d)")
-_CHROME = re.compile(
+_NUM_TAB = lazy_re(r"^ *(\d{1,7})(?:\t|→)")
+_NUM_COLON = lazy_re(r"^(\d{1,7}):(?!\d)")
+_CHROME = lazy_re(
     r"^(?:Here's the result of running `cat -n`|The file \S.* has been (?:edited|updated|created)|"
     r"Here's the files and directories|Review the changes and make sure|"
     r"\[File: .*\]$|\(\d+ more lines? (?:above|below)\)$|\(Open file: .*\)$|\(Current directory: .*\)$|"
@@ -465,17 +465,17 @@ _CHROME = re.compile(
     r"-{20,}$|You either need to 1\) Specify the correct|DO NOT re-run the same failed edit command|"
     r"Your command ran successfully and did not produce any output\.?$|Please understand the fixes and retry)"
 )
-_VIEWER_ERROR = re.compile(
+_VIEWER_ERROR = lazy_re(
     r"^(?:cat|sed|head|tail|nl|less|more|awk|ls|find|grep|rg|tree|bat|git|diff|bash|sh|zsh)(?: \S+)?: |"
     r"^(?:ERROR|Error|error)\b|^Invalid `path` parameter|^The path .* does not exist|"
     r"^File .* does not exist|^No such file|^Traceback \(most recent call last\)|^Usage: "
 )
-_DIFF_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
-_DIFF_HEAD = re.compile(r"^(?:diff --git |diff -\S+ |index [0-9a-f]{6,}\.\.|--- \S|\+\+\+ \S|new file mode|deleted file mode|"
+_DIFF_HUNK = lazy_re(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_DIFF_HEAD = lazy_re(r"^(?:diff --git |diff -\S+ |index [0-9a-f]{6,}\.\.|--- \S|\+\+\+ \S|new file mode|deleted file mode|"
                         r"similarity index|rename (?:from|to) |old mode|new mode|Binary files )")
-_SEARCH_HIT = re.compile(r"^((?:[\w.@+~-]*/)*[\w.@+-]+\.[A-Za-z0-9]{1,10})(?::(\d+))?[:-](?!\d+:\d)")
-_SEARCH_NUM = re.compile(r"^(\d{1,7})[:-]")
-_BARE_CODE_HINT = re.compile(r"^\s*(?:def |class |import |from \S+ import |return\b|if |for |while |@|#|//|/\*|\*|\}|\{|fun |fn |func |"
+_SEARCH_HIT = lazy_re(r"^((?:[\w.@+~-]*/)*[\w.@+-]+\.[A-Za-z0-9]{1,10})(?::(\d+))?[:-](?!\d+:\d)")
+_SEARCH_NUM = lazy_re(r"^(\d{1,7})[:-]")
+_BARE_CODE_HINT = lazy_re(r"^\s*(?:def |class |import |from \S+ import |return\b|if |for |while |@|#|//|/\*|\*|\}|\{|fun |fn |func |"
                              r"let |var |const |public |private |use |package |actor |primitive |struct |impl )")
 
 
@@ -714,7 +714,7 @@ def _classify_cached(output: str, command: str | None, tool: str | None, path: s
     return View(kind, roles_t, language, call.path, numbered, code)
 
 
-_BLOCK_OPEN = re.compile(r"^\s*<(system-reminder|warning)>")
+_BLOCK_OPEN = lazy_re(r"^\s*<(system-reminder|warning)>")
 _BLOCK_CLOSE = {"system-reminder": "</system-reminder>", "warning": "</warning>"}
 
 
@@ -738,7 +738,7 @@ def _harness_blocks(lines: list[str], roles: list[str]) -> None:
         i = j + 1
 
 
-_HEADER_PATH = re.compile(r"^\[File: (\S+) \(\d+ lines? total\)\]$|^Here's the result of running `cat -n` on (?:a snippet of )?(\S+?):?$|"
+_HEADER_PATH = lazy_re(r"^\[File: (\S+) \(\d+ lines? total\)\]$|^Here's the result of running `cat -n` on (?:a snippet of )?(\S+?):?$|"
                           r"^The file (\S+) has been (?:edited|updated)")
 
 
@@ -818,7 +818,7 @@ def _definitions(language: str, code: tuple[tuple[int, str], ...]) -> tuple[Defi
     return tuple(out)
 
 
-_DEF_KEYWORDS = re.compile(r"\b(?:def|fun|fn|func|function|sub|proc|method|be|new|class|struct|interface|trait|"
+_DEF_KEYWORDS = lazy_re(r"\b(?:def|fun|fn|func|function|sub|proc|method|be|new|class|struct|interface|trait|"
                            r"actor|primitive|object|module|enum|impl|type)\b|^\s*(?:[\w:<>,*&\[\]]+\s+)+[*&]*\w+\s*\(")
 
 

@@ -7,14 +7,21 @@ only its final state. The original bytes are what the store keeps.
 
 from __future__ import annotations
 
-import regex
+from .lazyre import lazy_regex
 
-__all__ = ["CI_PREFIX", "normalize", "normalize_line", "strip_ansi"]
+__all__ = ["CI_PREFIX", "ci_prefixed", "normalize", "normalize_line", "strip_ansi"]
 
 # CSI (colours, cursor moves, bracketed paste), OSC (titles, hyperlinks), and lone ESC-x pairs.
-_ANSI = regex.compile(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
+_ANSI = lazy_regex(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
 # Timestamps that CI systems put before every line (GitHub Actions / Azure raw logs).
-CI_PREFIX = regex.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+CI_PREFIX = lazy_regex(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+
+
+def ci_prefixed(line: str) -> bool:
+    """Does LINE start with a CI timestamp (``CI_PREFIX``)? Every ``\\d`` is one character, so a
+    match has '-' at index 4 and 'T' at index 10: checked first, most lines never run the
+    pattern (and a log without timestamps never compiles it)."""
+    return line[4:5] == "-" and line[10:11] == "T" and CI_PREFIX.match(line) is not None
 
 
 def strip_ansi(text: str) -> str:

@@ -252,7 +252,7 @@ class Compactor:
         self.config = make_config(config, **options)
         self.ruleset = load_rules(list(self.config.rules))
         self.detector = Detector(self.ruleset)
-        self.classifier = Classifier(self.ruleset.stage("classify"))
+        self.classifier = Classifier(self.ruleset.records("classify"))
         self.store = store if store is not None else open_store(self.config.store)
         self.counter = get_counter(self.config.encoding)
         self.level1 = Level1(self.detector, self.classifier, self.store, self.config)

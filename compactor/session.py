@@ -62,6 +62,11 @@ class Session:
             options.setdefault("collapse_batch", SESSION_COLLAPSE_BATCH)
         self.compactor = compactor if compactor is not None else Compactor(config, **options)
         self.config = self.compactor.config
+        # a session lives for many turns: the token counter's full encoder is built now, not in
+        # the middle of a turn (a one-shot compaction of a short text never builds it)
+        warm = getattr(self.compactor.counter, "warm", None)
+        if warm is not None:
+            warm()
         self.format = format
         self.conversation = Conversation(self.compactor)
         self._records: list[Any] = []

@@ -8,7 +8,7 @@ drift apart.
 
 from __future__ import annotations
 
-import regex
+from .lazyre import lazy_regex
 
 __all__ = [
     "COMPACTION_MARKER",
@@ -27,11 +27,11 @@ __all__ = [
 # ---------------------------------------------------------------- placeholders (Level 1)
 # ``[npm install: 234 packages, 0 errors · ref c-3f9a0c17d2b4e881]``: a summary and a store id of
 # 16 hex digits. The summary never contains brackets or a newline (placeholder_safe).
-PLACEHOLDER_RE = regex.compile(r"\[[^\[\]\n]{0,400}?· ref (c-[0-9a-f]{16})\]")
+PLACEHOLDER_RE = lazy_regex(r"\[[^\[\]\n]{0,400}?· ref (c-[0-9a-f]{16})\]")
 # a whole line that is a placeholder (the input was compacted before)
-PLACEHOLDER_LINE = regex.compile(r"\s*\[[^\[\]\n]{0,400}?· ref c-[0-9a-f]{16}\]\s*")
+PLACEHOLDER_LINE = lazy_regex(r"\s*\[[^\[\]\n]{0,400}?· ref c-[0-9a-f]{16}\]\s*")
 # the marker left inside a long trace whose frame-only middle was elided
-ELIDED_TRACE_LINE = regex.compile(r"\s*\[… \d+ trace lines elided · ref c-[0-9a-f]{16}\]\s*")
+ELIDED_TRACE_LINE = lazy_regex(r"\s*\[… \d+ trace lines elided · ref c-[0-9a-f]{16}\]\s*")
 MAX_SUMMARY = 300  # characters; a placeholder line must stay one short line
 _BRACKETS = str.maketrans({"[": "(", "]": ")"})
 
@@ -57,7 +57,7 @@ def placeholder_safe(text: str) -> str:
 # The first line of every summary the budget stage inserts; also how the triggers and the
 # self-check find an earlier compaction in their input.
 COMPACTION_MARKER = "[compactor: "
-SUMMARY_HEAD = regex.compile(r"(?m)^\[compactor: |^#{1,3} (?:Current working state|Working state|当前工作状态)\b")
+SUMMARY_HEAD = lazy_regex(r"(?m)^\[compactor: |^#{1,3} (?:Current working state|Working state|当前工作状态)\b")
 
 
 def is_summary_text(text: str) -> bool:

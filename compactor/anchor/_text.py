@@ -10,6 +10,7 @@ import hashlib
 import unicodedata
 
 import regex
+from ..lazyre import lazy_regex
 
 __all__ = [
     "item_id",
@@ -61,11 +62,11 @@ def shorten(text: str, limit: int) -> str:
 
 # ------------------------------------------------------------------ prose and sentences
 
-_FENCE = regex.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$", regex.M | regex.S)
-_UNCLOSED_FENCE = regex.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*\Z", regex.M | regex.S)
-_TAG_BLOCK = regex.compile(r"<(think|thinking|reasoning|example_response|example)>.*?</\1>", regex.S | regex.I)
-_TAG = regex.compile(r"</?[A-Za-z_][\w-]{0,40}(?:\s[^<>\n]{0,200})?>")
-_DISCUSSION = regex.compile(r"^\s*DISCUSSION\s*$", regex.M)
+_FENCE = lazy_regex(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$", regex.M | regex.S)
+_UNCLOSED_FENCE = lazy_regex(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*\Z", regex.M | regex.S)
+_TAG_BLOCK = lazy_regex(r"<(think|thinking|reasoning|example_response|example)>.*?</\1>", regex.S | regex.I)
+_TAG = lazy_regex(r"</?[A-Za-z_][\w-]{0,40}(?:\s[^<>\n]{0,200})?>")
+_DISCUSSION = lazy_regex(r"^\s*DISCUSSION\s*$", regex.M)
 
 
 def prose_of(text: str) -> str:
@@ -83,8 +84,8 @@ def prose_of(text: str) -> str:
 
 # A sentence ends at . ! ? (plus a closing quote/bracket) followed by space and an upper-case
 # letter / digit / quote / CJK, or at CJK sentence punctuation, or at a line break.
-_BOUNDARY = regex.compile(r"[.!?][\"')\]]?\s+(?=[\"'(\[`*]?[\p{Lu}\p{N}\p{Han}])|[。！？]")
-_BULLET = regex.compile(r"^\s*(?:[-*•]|\d{1,2}[.)]|\(\d{1,2}\)|[一二三四五六七八九十]、)\s+")
+_BOUNDARY = lazy_regex(r"[.!?][\"')\]]?\s+(?=[\"'(\[`*]?[\p{Lu}\p{N}\p{Han}])|[。！？]")
+_BULLET = lazy_regex(r"^\s*(?:[-*•]|\d{1,2}[.)]|\(\d{1,2}\)|[一二三四五六七八九十]、)\s+")
 _MAX_SENT = 400
 _ENDERS = frozenset(".!?。！？")
 
@@ -117,7 +118,7 @@ def sentences(text: str, *, max_chars: int = 200_000) -> list[str]:
     return out
 
 
-_REASON = regex.compile(
+_REASON = lazy_regex(
     r"(?i)\s*(?:,\s*)?\b(?:because|since|as (?=it|this|that|they|the|we)|given that|due to|so that|in order to|to avoid)\b\s*"
     r"|[，,]?\s*(?:因为|由于|原因是|考虑到|为了)\s*"
 )

@@ -43,6 +43,7 @@ from . import cues as C
 from .cues import CUES
 from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
+from ..lazyre import lazy_regex
 
 __all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
 
@@ -83,21 +84,21 @@ def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span]
 # ---------------------------------------------------------------------------------------
 
 
-_CHAT_COMMAND = C.regex.compile(r"^\s*/([a-z][a-z-]{1,20})(?:\s+|$)")
+_CHAT_COMMAND = lazy_regex(r"^\s*/([a-z][a-z-]{1,20})(?:\s+|$)")
 _REQUEST_COMMANDS = frozenset({"ask", "code", "architect", "copy-context", "context", "help"})
 _VOCAB = vocabulary()
 _FINISH_TOOLS = frozenset({"submit", "finish", "attempt_completion", "task_complete", "complete_task", "done"})
 # where a task statement ends and the harness's instructions begin (rules/cue/cue.harness-part.toml)
 _HARNESS_PART = C.HARNESS_PART
 # a pasted issue / PR text: the reporter's prose, not the user's constraints
-_ISSUE_BLOCK = C.regex.compile(
+_ISSUE_BLOCK = lazy_regex(
     r"<(issue_description|pr_description|issue)>.*?(?:</\1>|\Z)|^ISSUE:\n.*?(?=^INSTRUCTIONS:|\Z)", C.regex.S | C.regex.M)
 
 
-_REQUIREMENT = C.regex.compile(
+_REQUIREMENT = lazy_regex(
     r"\b(?:must(?: not)?|mustn't|shall not|should not|shouldn't|is required|are required|has to|have to|"
     r"keep\b[^!?\n]{0,80}?\bworking|without (?:breaking|changing)|do not (?:change|modify|break|touch))\b", C.regex.I)
-_ANALYSIS = C.regex.compile(
+_ANALYSIS = lazy_regex(
     r"\b(?:would|could|might|I believe|I think|I found|I guess|it seems|seems to|probably|perhaps|maybe|"
     r"suggestions?|possibilit(?:y|ies)|for example|e\.g\.|such as|motivating|when debugging|we never)\b", C.regex.I)
 
@@ -128,7 +129,7 @@ def harness_start(text: str) -> int | None:
     return None
 
 
-_EDITOR_VERB = C.regex.compile(r"^(view|create|str_replace|insert|undo_edit)\s+(\S+)\s*$")
+_EDITOR_VERB = lazy_regex(r"^(view|create|str_replace|insert|undo_edit)\s+(\S+)\s*$")
 _EDITOR_NAMES = frozenset({"str_replace_editor", "file_editor", "edit_file", "editor", "str_replace_based_edit_tool"})
 
 
@@ -156,7 +157,7 @@ def _editor_verb_call(eff, tool: str, command: str, raw: str) -> None:
         eff.detail = f"{verb}: `{shorten(body, 300)}`"
 
 
-_COMMIT_MSG = C.regex.compile(r"\bgit\b[^\n]*\bcommit\b[^\n]*?(?:-m\s+(?:\"\$\(cat <<-?\s*'?(\w+)'?\n(.+?)\n|([\"'])(.+?)\3))", C.regex.S)
+_COMMIT_MSG = lazy_regex(r"\bgit\b[^\n]*\bcommit\b[^\n]*?(?:-m\s+(?:\"\$\(cat <<-?\s*'?(\w+)'?\n(.+?)\n|([\"'])(.+?)\3))", C.regex.S)
 
 
 def _commit_message(command: str) -> str:
@@ -188,7 +189,7 @@ def _revises(prev: IntentItem | None, text: str) -> bool:
     return n >= 16 and n * 10 >= len(a) * 4 and not _REPLACES.search(b[n:])
 
 
-_REPLACES = C.regex.compile(r"(?i)\b(?:instead|rather than|not|no longer)\b|而不是|改成|改为|换成|不要")
+_REPLACES = lazy_regex(r"(?i)\b(?:instead|rather than|not|no longer)\b|而不是|改成|改为|换成|不要")
 
 
 def _finish_message(text: str, call: ToolCall | None) -> str:
@@ -201,18 +202,18 @@ def _finish_message(text: str, call: ToolCall | None) -> str:
     return t
 
 
-_TAG_RE = C.regex.compile(r"</?[A-Za-z_][\w-]{0,40}>")
-_LABEL_RE = C.regex.compile(r"[A-Z][A-Z _-]{1,30}:")
-_INTRO_RE = C.regex.compile(r"(?i)\bfollowing\b|\bhere is\b|\bhere's\b|以下")
-_BARE_PATH_RE = C.regex.compile(r"[/~.][^\s]*")
-_WORD_RE = C.regex.compile(r"[A-Za-z][\w.+#-]{2,}")
-_HAN_RUN_RE = C.regex.compile(r"\p{Han}{2,}")
-_PRONOUN_RE = C.regex.compile(r"(?i)^(?:it|this|that|still|same|no|nope)\b")
-_NO_RE = C.regex.compile(r"(?i)^(?:no|nope|nah|不|不是|不对|不行)")
-_WRAPPER_RE = C.regex.compile(r"^</?\w+>\s*$|^<returncode>")
-_REASON_NEXT = C.regex.compile(r"(?i)^(?:this is because|that's because|because|the reason is|原因是|因为)")
-_ASK = C.regex.compile(r"(?i)\b(?:please|can you|could you|I want you to|I need you to|your task is|help me)\b|请|帮我|需要你")
-_ROLE_LINE = C.regex.compile(r"(?i)^you are (?:an?|the) ")
+_TAG_RE = lazy_regex(r"</?[A-Za-z_][\w-]{0,40}>")
+_LABEL_RE = lazy_regex(r"[A-Z][A-Z _-]{1,30}:")
+_INTRO_RE = lazy_regex(r"(?i)\bfollowing\b|\bhere is\b|\bhere's\b|以下")
+_BARE_PATH_RE = lazy_regex(r"[/~.][^\s]*")
+_WORD_RE = lazy_regex(r"[A-Za-z][\w.+#-]{2,}")
+_HAN_RUN_RE = lazy_regex(r"\p{Han}{2,}")
+_PRONOUN_RE = lazy_regex(r"(?i)^(?:it|this|that|still|same|no|nope)\b")
+_NO_RE = lazy_regex(r"(?i)^(?:no|nope|nah|不|不是|不对|不行)")
+_WRAPPER_RE = lazy_regex(r"^</?\w+>\s*$|^<returncode>")
+_REASON_NEXT = lazy_regex(r"(?i)^(?:this is because|that's because|because|the reason is|原因是|因为)")
+_ASK = lazy_regex(r"(?i)\b(?:please|can you|could you|I want you to|I need you to|your task is|help me)\b|请|帮我|需要你")
+_ROLE_LINE = lazy_regex(r"(?i)^you are (?:an?|the) ")
 
 
 def _condense_request(text: str) -> str:
@@ -242,7 +243,7 @@ def _condense_request(text: str) -> str:
     return shorten(" ".join(kept) if kept else t, _REQUEST_CHARS)
 
 
-_EXPECTED_HEAD = C.regex.compile(
+_EXPECTED_HEAD = lazy_regex(
     r"^[ \t#*>_]*(?:expected (?:behaviou?r|results?|outcome|output)|what (?:did )?you expect(?:ed)?(?: to happen)?|期望(?:行为|结果)|预期(?:行为|结果))"
     r"[ \t*_]*[:：]?[ \t*_]*$", C.regex.I | C.regex.M)
 _EXPECTED_CHARS = 240
@@ -295,8 +296,8 @@ def _terms(text: str) -> set[str]:
     return words | han
 
 
-_MSG_LINE = C.regex.compile(r"^\s*(?:[\w.$]+(?:Error|Exception|Exhausted|Failure|Panic)\b|[\w.$]+: \S|panic: |fatal error|error\b|Error\b|FAIL\b)")
-_FRAME_LINE = C.regex.compile(r"^\s*(?:at |File \"|#\d+ |\d+ \||> \d+ \||\||from |\.\.\. \d+ more|goroutine )")
+_MSG_LINE = lazy_regex(r"^\s*(?:[\w.$]+(?:Error|Exception|Exhausted|Failure|Panic)\b|[\w.$]+: \S|panic: |fatal error|error\b|Error\b|FAIL\b)")
+_FRAME_LINE = lazy_regex(r"^\s*(?:at |File \"|#\d+ |\d+ \||> \d+ \||\||from |\.\.\. \d+ more|goroutine )")
 
 
 def _first_error_line(span_text: str) -> str:
@@ -1324,26 +1325,26 @@ class _State:
 # ------------------------------------------------------------------ tool results
 
 
-_FRAME_AT = C.regex.compile(r'^\s*File "[^"]+", line \d+|^\s*at \S.*[:(]\d+|\.\w{1,5}:\d+')
+_FRAME_AT = lazy_regex(r'^\s*File "[^"]+", line \d+|^\s*at \S.*[:(]\d+|\.\w{1,5}:\d+')
 # a sentence of a task statement that says where the bug is: a line number, a file:line, a link to a line
-_LOCATION_SENT = C.regex.compile(r"\b(?:on |at |in )?line \d+\b|\b[\w/.-]+\.\w{1,5}:\d+\b|\.\w{1,5}#L\d+\b")
-_TIMEOUT = C.regex.compile(r"timed out after [\d.]+ ?(?:seconds|s)\b|\bTimeoutExpired\b|\bCommand timed out\b")
-_HARNESS_EXC = C.regex.compile(r"^<exception>An error occurred while executing the command:")
+_LOCATION_SENT = lazy_regex(r"\b(?:on |at |in )?line \d+\b|\b[\w/.-]+\.\w{1,5}:\d+\b|\.\w{1,5}#L\d+\b")
+_TIMEOUT = lazy_regex(r"timed out after [\d.]+ ?(?:seconds|s)\b|\bTimeoutExpired\b|\bCommand timed out\b")
+_HARNESS_EXC = lazy_regex(r"^<exception>An error occurred while executing the command:")
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "which", "pgrep"})
 _COMPARERS = frozenset({"diff", "cmp", "comm", "test", "[", "[[", "git-diff"})
 _SHELL_NOISE = frozenset({"cd", "export", "set", "source", ".", "pushd", "popd", "true", "echo", "sleep"})
 _FILTERS = frozenset({"head", "tail", "sort", "uniq", "wc", "cut", "tr", "tee", "cat", "less", "more", "xargs", "column"})
-_ENV_ERROR = C.regex.compile(r"No module named|ModuleNotFoundError|ImportError|command not found|not installed|"
+_ENV_ERROR = lazy_regex(r"No module named|ModuleNotFoundError|ImportError|command not found|not installed|"
                              r"Permission denied|No such file or directory|timed out|SECRET_KEY|ImproperlyConfigured|"
                              r"Connection refused|Could not resolve|ENOENT|cannot open shared object")
-_REPRO_SCRIPT = C.regex.compile(r"(?i)(?:^|[/_-])(?:repro\w*|reproduce\w*)\.\w+$")
-_ERRORISH = C.regex.compile(r"^(?:- )?E\d{3} |\b[A-Z]\w*(?:Error|Exception)\b:|^error(?:\[\w+\])?:|^fatal:|^FAIL|"
+_REPRO_SCRIPT = lazy_regex(r"(?i)(?:^|[/_-])(?:repro\w*|reproduce\w*)\.\w+$")
+_ERRORISH = lazy_regex(r"^(?:- )?E\d{3} |\b[A-Z]\w*(?:Error|Exception)\b:|^error(?:\[\w+\])?:|^fatal:|^FAIL|"
                             r"No replacement was performed|is required for command|did not appear verbatim|does not exist|"
                             r"No such file|not found|timed out")
-_LABEL_ONLY = C.regex.compile(r"^(?:ERRORS?|Error|error|WARNING|Warning)\s*:?\s*$")
-_PASSING = C.regex.compile(r"(?i)\b(?:\d+ passed|all (?:\w+ )*(?:tests? )?pass(?:ed)?|tests? passed|ran \d+ tests?|"
+_LABEL_ONLY = lazy_regex(r"^(?:ERRORS?|Error|error|WARNING|Warning)\s*:?\s*$")
+_PASSING = lazy_regex(r"(?i)\b(?:\d+ passed|all (?:\w+ )*(?:tests? )?pass(?:ed)?|tests? passed|ran \d+ tests?|"
                            r"completed successfully|fix works|^ok$|^ok \(|success(?:ful(?:ly)?)?\b)")
-_INSTALL = C.regex.compile(r"^(?:pip3?|python3? -m pip|conda|mamba|uv pip|poetry|apt(?:-get)?|npm|yarn|pnpm)\b.*\b(?:install|add)\b")
+_INSTALL = lazy_regex(r"^(?:pip3?|python3? -m pip|conda|mamba|uv pip|poetry|apt(?:-get)?|npm|yarn|pnpm)\b.*\b(?:install|add)\b")
 
 
 def _argvs(command: str) -> list[list[str]]:
@@ -1418,12 +1419,12 @@ def _step_num(step: str) -> int:
     return int(digits) if digits else 0
 
 
-_ADDED_BLOCK = C.regex.compile(r"^Added \S+ to the chat[ \t]*(?:\nAdded \S+ to the chat[ \t]*)*$", C.regex.M)
-_CWD = C.regex.compile(r"<cwd>[^<\n]+</cwd>")
-_GAVE_UP = C.regex.compile(r"(?i)^(?:it seems (?:that )?)?(?:I (?:am|was) )?(?:unable to|could not|couldn't|was not able to|failed to)\b|无法|未能")
-_APPLIED_EDIT = C.regex.compile(r"^Applied edit to (\S+?)\s*$", C.regex.M)
-_DIFF_FILE = C.regex.compile(r"^\+\+\+ (\S+)|^--- (\S+)")
-_HUNK = C.regex.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+_ADDED_BLOCK = lazy_regex(r"^Added \S+ to the chat[ \t]*(?:\nAdded \S+ to the chat[ \t]*)*$", C.regex.M)
+_CWD = lazy_regex(r"<cwd>[^<\n]+</cwd>")
+_GAVE_UP = lazy_regex(r"(?i)^(?:it seems (?:that )?)?(?:I (?:am|was) )?(?:unable to|could not|couldn't|was not able to|failed to)\b|无法|未能")
+_APPLIED_EDIT = lazy_regex(r"^Applied edit to (\S+?)\s*$", C.regex.M)
+_DIFF_FILE = lazy_regex(r"^\+\+\+ (\S+)|^--- (\S+)")
+_HUNK = lazy_regex(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 _DIFF_CHARS = 300
 
 
@@ -1596,7 +1597,7 @@ def _nth_from_end(text: str, ch: str, n: int) -> int:
 
 _CODE_CHARS = frozenset("{}[]=<>;|$\\`")
 _SHAPE = str.maketrans("123456789", "000000000")
-_DIGIT_LINE = C.regex.compile(r"^[^\n\d]{0,200}\d[^\n]*", C.regex.M)
+_DIGIT_LINE = lazy_regex(r"^[^\n\d]{0,200}\d[^\n]*", C.regex.M)
 
 
 def _is_prose_line(line: str) -> bool:

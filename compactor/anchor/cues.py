@@ -8,10 +8,11 @@ Each pattern names a way people *state* something: a decision ("I'll use X becau
 from __future__ import annotations
 
 import regex
+from ..lazyre import lazy_regex
 
 I = regex.IGNORECASE
 
-DECISION = regex.compile(
+DECISION = lazy_regex(
     r"\b(?:I|we)(?:'ve|'ll|'d| have| will| had| would)?\s+(?:decided|decide|chosen|chose|choose|opted|opt|settled on|gone with|go with|going with|stick with|sticking with|prefer)\b"
     r"|\blet'?s\s+(?:go with|stick with|switch to|stay with|settle on)\b"
     r"|\b(?:the|my|our) decision\b|\bdecided (?:to|on|that)\b"
@@ -22,7 +23,7 @@ DECISION = regex.compile(
     I,
 )
 
-DEAD_END = regex.compile(
+DEAD_END = lazy_regex(
     r"\b(?:didn't|did not|doesn't seem to|does not seem to|won't|will not|wouldn't|would not|can't|cannot)\s+(?:work|help|fix|solve|resolve|change anything|make a difference)\b"
     r"|\b(?:this|that|it|the (?:approach|fix|attempt|idea|workaround|change|patch|solution|option)|my (?:fix|change|patch|approach|attempt))\s+(?:still\s+)?(?:doesn't|does not)\s+work\b"
     r"|\b(?:had |has |with )?no (?:effect|difference|luck)\b"
@@ -38,7 +39,7 @@ DEAD_END = regex.compile(
     I,
 )
 
-CONSTRAINT = regex.compile(
+CONSTRAINT = lazy_regex(
     r"^(?:please\s+)?(?:do not|don't|never|always|avoid|only|make sure|ensure|keep|no need to|must)\b"
     r"|\byou (?:must|must not|mustn't|should not|shouldn't|cannot|can't|may not|are not allowed to|should always|should never|do not|don't)\b"
     r"|\b(?:must|must not|mustn't|is not allowed|are not allowed|is required|are required|required to|forbidden|mandatory)\b"
@@ -51,7 +52,7 @@ CONSTRAINT = regex.compile(
 )
 
 # where a harness's instruction template begins after the task it wraps
-HARNESS_PART = regex.compile(
+HARNESS_PART = lazy_regex(
     r"^[ \t]*(?:INSTRUCTIONS:|<instructions>|#+ *Task Instructions|NOTE ABOUT THE EDIT COMMAND|IMPORTANT TIPS:|"
     r"#+ *Environment\b|\*\*CRITICAL|<IMPORTANT>|Remember, YOU|Follow these steps to resolve the issue|"
     r"Can you help me implement the necessary changes|Your task is to make the minimal changes|"
@@ -60,7 +61,7 @@ HARNESS_PART = regex.compile(
 )
 
 # a recommendation that does not bind (no must / do not / only / ...): a harness's "you should ..."
-ADVISORY = regex.compile(
+ADVISORY = lazy_regex(
     r"^(?!.{401})(?!.*\b(?:must|mustn't|do not|don't|dont|never|only|at least|at most|no more than|avoid|ensure|make sure|without|"
     r"cannot|can't|may not|should not|shouldn't|not allowed|forbidden|prohibited|required|mandatory)\b)"
     r".*\b(?:should|need to|needs to|always|recommended)\b",
@@ -69,12 +70,12 @@ ADVISORY = regex.compile(
 
 # a constraint said as a bare imperative about when to stop: "Then stop.", "Please finish the
 # interaction after your finish coding."
-STOP = regex.compile(
+STOP = lazy_regex(
     r"^(?:and |then |please |so )*(?:stop|finish the (?:interaction|conversation|session)|end the (?:interaction|conversation|session))"
     r"(?:\s+(?:here|there|now|after\b[^.!?]{0,80}|once\b[^.!?]{0,80}|when\b[^.!?]{0,80}))?\s*[.!。！]?$", I)
 
 # a decision states a choice: a choice verb, or an alternative that was not taken
-CHOICE = regex.compile(
+CHOICE = lazy_regex(
     r"\b(?:decided|decide to|decision|chose|choose|chosen|opted|opt for|settled on|going with|go with|went with|"
     r"stick(?:ing)? with|prefer(?:red)?|switch(?:ed|ing)? to|in favou?r of|instead of|rather than|over (?:the |a |an )?\w+ (?:because|since|as)|"
     r"the (?:best|right|simplest|safest|cleanest|correct) (?:approach|option|fix|way|choice|solution))\b"
@@ -84,13 +85,13 @@ CHOICE = regex.compile(
 )
 
 # not a decision: an observation or a routine step ("I see that ...", "Let's use find_file to ...")
-OBSERVATION = regex.compile(
+OBSERVATION = lazy_regex(
     r"^(?:(?:interesting|good|great|perfect|ok(?:ay)?|now|so|hmm)[!,.]?\s+)*(?:I see|I can see|I notice|we see|we can see|it (?:looks|seems)|"
     r"it appears|this (?:shows|means|confirms)|the (?:output|test|result|error|code|file)s? (?:shows?|prints?|is|are|has|says)|"
     r"now the|there (?:is|are)|looks like|seems like)\b", I)
 
 # harness and tool chrome that is never a fact (banners, package-manager chatter, cost lines)
-CHROME_FACT = regex.compile(
+CHROME_FACT = lazy_regex(
     r"^(?:Aider v\d|\S*/aider\s+--|Error checking pypi for new version|Main model:|Weak model:|Editor model:|Git repo:|Repo-map:|Added .+ to the chat|Copied code context|"
     r"You can skip this check|Use /help|Tokens: [\d.,k]+ sent|Cost: \$|Get:\d+ |Hit:\d+ |Ign:\d+ |Fetched [\d.,]+ [kMG]?B|"
     r"Reading package lists|Building dependency tree|WARNING: Running pip as the 'root' user|"
@@ -101,7 +102,7 @@ CHROME_FACT = regex.compile(
 )
 
 # the agent saying the work is finished
-FINISHED = regex.compile(
+FINISHED = lazy_regex(
     r"\b(?:the task is (?:now )?complete|task (?:is )?(?:now )?(?:complete|completed|done|finished)|I have (?:fully )?completed|"
     r"(?:have|has) been (?:successfully )?(?:completed|implemented|fixed|resolved)|the fix is complete|"
     r"all (?:tests|checks) pass(?:ed)?|nothing (?:left|more) to do)\b|^done\b|任务(?:已)?完成|已经完成",
@@ -109,19 +110,19 @@ FINISHED = regex.compile(
 )
 
 # a request to the user at the end of the agent's message ("Please verify the path or provide ...")
-ASKS_USER = regex.compile(
+ASKS_USER = lazy_regex(
     r"^(?:please|could you|can you|would you|let me know|kindly)\b|\b(?:please (?:verify|provide|confirm|clarify|check|let me know|share))\b"
     r"|请(?:确认|提供|告诉)",
     I,
 )
 
-RELAX = regex.compile(
+RELAX = lazy_regex(
     r"\b(?:you can|you may|it's fine to|it is fine to|it's ok(?:ay)? to|feel free to|go ahead and|allowed to|no longer (?:need|required|a requirement))\b"
     r"|可以(?:用|使用|改|动)|允许|不再(?:要求|需要|限制)",
     I,
 )
 
-REJECT = regex.compile(
+REJECT = lazy_regex(
     r"^(?:no|nope|nah)\b[,.!;\s]|^(?:not that|never mind|scratch that|forget (?:it|that|about))\b"
     r"|\b(?:that's not what I|not what I (?:want|asked|meant)|I don't want|we don't want|I do not want|we do not want|rather not|let's not|let us not|drop the idea|no longer (?:need|want))\b"
     r"|^(?:please\s+)?(?:don't|do not) (?:do|use|go with|add|build|make|implement|switch)\b"
@@ -129,7 +130,7 @@ REJECT = regex.compile(
     I,
 )
 
-CLARIFY = regex.compile(
+CLARIFY = lazy_regex(
     r"\b(?:I mean|I meant|to clarify|clarification|what I meant|more precisely|specifically,|in other words|by that I mean|actually,|to be clear|to be precise)\b"
     r"|我的意思|准确地说|具体来说|具体地说|补充一下|补充：|补充:|澄清|也就是说|其实|换句话说|更准确",
     I,
@@ -137,45 +138,45 @@ CLARIFY = regex.compile(
 
 _ACK_PREFIX = r"(?:(?:ok(?:ay)?|thanks|thank you|great|good|perfect|nice|cool|好的?|可以|行|谢谢|很好|不错)[\s,，.。!！—–-]*)?"
 
-NEW_REQUEST = regex.compile(
+NEW_REQUEST = lazy_regex(
     r"^" + _ACK_PREFIX + r"(?:now|next|then|also|and now|additionally|another thing|new task|one more thing|after that|please also)\b"
     r"|^" + _ACK_PREFIX + r"(?:接下来|现在|然后|另外|再帮|还要|下一步|新任务|顺便)",
     I,
 )
 
 # "also do Y": a request in addition to the current one, which stays open (not finished)
-ADDITIVE = regex.compile(
+ADDITIVE = lazy_regex(
     r"^" + _ACK_PREFIX + r"(?:also|additionally|in addition|please also|as well|another thing|one more thing)\b"
     r"|^" + _ACK_PREFIX + r"(?:另外|还要|顺便|同时)",
     I,
 )
 
-ACK = regex.compile(
+ACK = lazy_regex(
     r"^(?:thanks|thank you|great|perfect|nice|good|ok|okay|cool|awesome|looks good|lgtm|done)\b"
     r"|^(?:好的|好|谢谢|很好|不错|可以了|完美|搞定)",
     I,
 )
 
-CONFIRM = regex.compile(
+CONFIRM = lazy_regex(
     r"^(?:yes|yeah|yep|yup|correct|right|exactly|sure|confirmed|that's right|indeed|agreed)\b"
     r"|^(?:对|是的|没错|确认|可以|行|嗯|同意)",
     I,
 )
 
-ASSUMPTION = regex.compile(
+ASSUMPTION = lazy_regex(
     r"\b(?:I(?:'ll| will)? assume|I'm assuming|I am assuming|we(?:'ll| will)? assume|assuming (?:that|you|the|we|this|it)|presumably|my assumption|I take it)\b"
     r"|假设|假定|我先按|暂定|默认(?:是|为|按)",
     I,
 )
 
-QUESTION_CUE = regex.compile(
+QUESTION_CUE = lazy_regex(
     r"\b(?:not sure (?:whether|if|why|how|what)|unclear (?:whether|if|why|how|what)|it is unclear|it's unclear|open question|to be determined|TBD"
     r"|need to (?:confirm|verify|find out|figure out|determine) (?:whether|if|why|how|what))\b"
     r"|不确定|待确认|需要确认|不清楚|尚不明确|有待(?:确认|验证)",
     I,
 )
 
-HEDGE = regex.compile(
+HEDGE = lazy_regex(
     r"\b(?:reports vary|sources (?:vary|differ|disagree|conflict)|conflicting (?:reports|information|sources)"
     r"|needs? (?:a |an |more |further |the )?(?:primary |official |reliable |independent )?(?:sources?|confirmation|verification|evidence)(?: to (?:confirm|verify))?"
     r"|unconfirmed|unverified|could not (?:be )?(?:confirm|verif)\w*|not (?:yet )?confirmed|remains unclear|is unclear|unknown whether)\b"
@@ -183,7 +184,7 @@ HEDGE = regex.compile(
     I,
 )
 
-NEXT_STEP = regex.compile(
+NEXT_STEP = lazy_regex(
     r"^(?:next|then|after that|afterwards|finally)\b,?\s+(?:I|we|let's|let me)\b"
     r"|^(?:next steps?|todo|to do|remaining|plan)\s*:"
     r"|\bthe next step (?:is|will be)\b|\b(?:I|we) (?:still )?need to\b|\b(?:I|we) (?:should|will|'ll) (?:then|next)\b"
@@ -191,9 +192,9 @@ NEXT_STEP = regex.compile(
     I,
 )
 
-CHECKBOX = regex.compile(r"^\s*[-*]\s*\[( |x|X)\]\s+(.+?)\s*$", regex.M)
+CHECKBOX = lazy_regex(r"^\s*[-*]\s*\[( |x|X)\]\s+(.+?)\s*$", regex.M)
 
-EDIT_FAILED = regex.compile(
+EDIT_FAILED = lazy_regex(
     r"Your proposed edit has introduced new syntax error|Your changes have NOT been applied|No replacement was performed"
     r"|did not appear verbatim|^ERROR:|^Error:|Invalid `\w+` parameter|is not a valid|does not exist|File not found"
     r"|old_str .{0,200}? (?:did not|does not|is not)|String to replace not found|Found \d+ matches of the string to replace",
@@ -201,20 +202,20 @@ EDIT_FAILED = regex.compile(
 )
 
 # facts in tool output
-TEST_SUMMARY = regex.compile(
+TEST_SUMMARY = lazy_regex(
     r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in\b|^(?:FAILED|OK) \((?:failures|errors|skipped)="
     r"|\bTests run: \d+|\b\d+ (?:tests?|examples?|specs?) (?:passed|failed|run)\b|^test result: (?:ok|FAILED)\.",
     I,
 )
-INSTALLED = regex.compile(r"^Successfully installed\b|\badded \d+ packages?\b|^Successfully (?:built|uninstalled)\b")
-VERSION = regex.compile(r"^[A-Za-z][\w .+/-]{0,40}?(?:version\s*|\bv)?[ :=v]\s*\d+\.\d+(?:\.\d+)*(?:[-+.][\w.]+)?\s*$", I)
-KEY_NUM = regex.compile(r"\b[A-Za-z_][\w.]{1,40}\s*[=:]\s*-?\d+(?:\.\d+)?(?:\s*(?:%|ms|s|MB|GB|KB|kB|B))?(?![\w.])")
-CODEISH = regex.compile(r"^\s*(?:def |class |import |from \S+ import|return\b|if |for |while |#|//|/\*|\*|@|[{}\[\]]|\d+[:|])|[{};]\s*$|^\s{4,}")
-PROSE_SKIP = regex.compile(r"^(?:please|note:|hint:|you can|here's|here is|here are|the above|\(open file|\(current directory|\[file:|file updated|your proposed edit|observation:)", I)
-HAS_DIGIT = regex.compile(r"\d")
-NAME_WORD = regex.compile(r"(?<=\s)[\p{Lu}][\p{L}\d-]{1,}")
-HAN = regex.compile(r"\p{Han}")
-USE_OBJECT = regex.compile(r"(?:don't|do not|never|not|no longer) (?:use|using|go with|add|adopt)\s+([\w.+#-]{2,40})|(?:不要|别|不用|不再|不能)(?:用|使用|采用|引入)\s*([\w.+#-]{2,40}|\p{Han}{2,8})", I)
+INSTALLED = lazy_regex(r"^Successfully installed\b|\badded \d+ packages?\b|^Successfully (?:built|uninstalled)\b")
+VERSION = lazy_regex(r"^[A-Za-z][\w .+/-]{0,40}?(?:version\s*|\bv)?[ :=v]\s*\d+\.\d+(?:\.\d+)*(?:[-+.][\w.]+)?\s*$", I)
+KEY_NUM = lazy_regex(r"\b[A-Za-z_][\w.]{1,40}\s*[=:]\s*-?\d+(?:\.\d+)?(?:\s*(?:%|ms|s|MB|GB|KB|kB|B))?(?![\w.])")
+CODEISH = lazy_regex(r"^\s*(?:def |class |import |from \S+ import|return\b|if |for |while |#|//|/\*|\*|@|[{}\[\]]|\d+[:|])|[{};]\s*$|^\s{4,}")
+PROSE_SKIP = lazy_regex(r"^(?:please|note:|hint:|you can|here's|here is|here are|the above|\(open file|\(current directory|\[file:|file updated|your proposed edit|observation:)", I)
+HAS_DIGIT = lazy_regex(r"\d")
+NAME_WORD = lazy_regex(r"(?<=\s)[\p{Lu}][\p{L}\d-]{1,}")
+HAN = lazy_regex(r"\p{Han}")
+USE_OBJECT = lazy_regex(r"(?:don't|do not|never|not|no longer) (?:use|using|go with|add|adopt)\s+([\w.+#-]{2,40})|(?:不要|别|不用|不再|不能)(?:用|使用|采用|引入)\s*([\w.+#-]{2,40}|\p{Han}{2,8})", I)
 
 
 # --------------------------------------------------------------------------- literal prefilters
@@ -304,7 +305,7 @@ def _load_cue_rules() -> None:
     try:
         from ..engine import load_rules
 
-        rules = load_rules().stage("cue")
+        rules = load_rules().records("cue")  # plain data: no typed models built
     except Exception:  # noqa: BLE001 - no rules directory: the literals above stay
         return
     g = globals()
@@ -315,7 +316,7 @@ def _load_cue_rules() -> None:
         flags = I if "IGNORECASE" in r.regex_.flags else 0
         if "MULTILINE" in r.regex_.flags:
             flags |= regex.M
-        pat = regex.compile(r.regex_.pattern, flags)
+        pat = lazy_regex(r.regex_.pattern, flags)
         g[name] = pat
         key = _CUE_KEY.get(name)
         if key is not None:

@@ -25,6 +25,7 @@ import shlex
 from dataclasses import dataclass, field
 
 import regex
+from ..lazyre import lazy_regex
 
 from ..formats.calls import command_value, vocabulary
 from ..models import CallKind, ToolCall
@@ -55,8 +56,8 @@ class CallEffects:
 _KNOWN_FILES = {"makefile", "dockerfile", "license", "readme", "gemfile", "rakefile", "procfile", "jenkinsfile",
                 "vagrantfile", "codeowners", "changelog", "authors", "notice", "containerfile", "justfile",
                 "cmakelists.txt", "go.mod", "go.sum"}
-_EXT_RE = regex.compile(r"^[A-Za-z0-9_+-]{1,12}$")
-_BAD_CHARS = regex.compile(r"[*?\[\]{}$`<>|;&\s'\"\\(),=]")
+_EXT_RE = lazy_regex(r"^[A-Za-z0-9_+-]{1,12}$")
+_BAD_CHARS = lazy_regex(r"[*?\[\]{}$`<>|;&\s'\"\\(),=]")
 
 
 def norm_path(path: str) -> str:
@@ -97,9 +98,9 @@ def looks_like_file(path: str) -> bool:
 
 # ------------------------------------------------------------------ tool names
 
-_NON_ALNUM = regex.compile(r"[^a-z0-9]")
-_RANGE = regex.compile(r"\d+:\d+")
-_ASSIGN = regex.compile(r"^[A-Za-z_]\w*=")
+_NON_ALNUM = lazy_regex(r"[^a-z0-9]")
+_RANGE = lazy_regex(r"\d+:\d+")
+_ASSIGN = lazy_regex(r"^[A-Za-z_]\w*=")
 
 
 def _norm_name(name: str | None) -> str:
@@ -186,7 +187,7 @@ def call_effects(call: ToolCall, open_file: str = "") -> CallEffects:
     return eff
 
 
-_FUNC_CALL = regex.compile(r"^\s*[A-Za-z_][\w.]*\(.*\)\s*$", regex.S)
+_FUNC_CALL = lazy_regex(r"^\s*[A-Za-z_][\w.]*\(.*\)\s*$", regex.S)
 
 
 def _first_line(cmd: str, n: int = 160) -> str:
@@ -281,7 +282,7 @@ def _json_call(eff: CallEffects, name: str, args: dict, open_file: str) -> None:
         eff.action = _first_line(code)
 
 
-_IPY_CMD = regex.compile(r"""['"]command['"]\s*:\s*['"](\w+)['"]""")
+_IPY_CMD = lazy_regex(r"""['"]command['"]\s*:\s*['"](\w+)['"]""")
 
 
 def _lines_detail(content: object) -> str:
@@ -376,7 +377,7 @@ def _quoted_args(text: str) -> list[str]:
         return []
 
 
-_PATCH_LINE = regex.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", regex.M)
+_PATCH_LINE = lazy_regex(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", regex.M)
 
 
 def _apply_patch(eff: CallEffects, patch: str) -> None:
@@ -395,8 +396,8 @@ def _apply_patch(eff: CallEffects, patch: str) -> None:
 
 # ------------------------------------------------------------------ shell
 
-_HEREDOC = regex.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
-_STATE_CMD = regex.compile(
+_HEREDOC = lazy_regex(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
+_STATE_CMD = lazy_regex(
     r"""(?x)^(?:
       (?:pip3?|uv\ pip|python3?\ -m\ pip|conda|mamba|micromamba|poetry|pipenv|npm|yarn|pnpm|bun|gem|bundle|cargo|go|apt|apt-get|apk|brew|dnf|yum|composer)
         \s+(?:install|add|remove|uninstall|update|upgrade|get|i|ci|rm)\b
@@ -432,14 +433,14 @@ def _strip_heredocs(cmd: str) -> str:
     return "\n".join(out)
 
 
-_TOKEN = regex.compile(
+_TOKEN = lazy_regex(
     r"""(?P<op>&&|\|\||;;|\|&|&>>|&>|>>|>&|>\||<<<|<<-|<<|[;&|<>()\n])"""
     r"""|(?P<comment>(?<![^\s;&|()])\#[^\n]*)"""
     r"""|(?P<word>(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\;&|<>()]|['"])+)"""
     r"""|[ \t\r]+"""
 )
-_QUOTED = regex.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)|(['"])""", regex.S)
-_DQ_ESCAPE = regex.compile(r'\\([\\"$`])')
+_QUOTED = lazy_regex(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)|(['"])""", regex.S)
+_DQ_ESCAPE = lazy_regex(r'\\([\\"$`])')
 
 
 def _unquote(word: str) -> str:
@@ -502,8 +503,8 @@ def shell_effects(cmd: str, eff: CallEffects | None = None) -> CallEffects:
     return eff
 
 
-_HEREDOC_SCRIPT = regex.compile(r"cat\s*>\s*(\S+\.py)\s*<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n(.*?)\n\2\s*(?:\n|$)", regex.S)
-_OPEN_WRITE = regex.compile(r"""open\(\s*['"]([^'"\n]{1,200})['"]\s*,\s*['"][wax]b?\+?['"]""")
+_HEREDOC_SCRIPT = lazy_regex(r"cat\s*>\s*(\S+\.py)\s*<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n(.*?)\n\2\s*(?:\n|$)", regex.S)
+_OPEN_WRITE = lazy_regex(r"""open\(\s*['"]([^'"\n]{1,200})['"]\s*,\s*['"][wax]b?\+?['"]""")
 
 
 def _script_writes(cmd: str, rest: str, eff: CallEffects) -> None:

@@ -10,11 +10,12 @@ import regex
 from ..models import Anchor, Role, Segment, SegmentKind
 from ..normalize import normalize
 from ..syntax import is_summary_text
+from ..lazyre import lazy_regex
 
 __all__ = ["bf_id", "content_words", "is_request", "last_assistant", "newest_request", "present", "present_squashed", "shorten", "squash",
            "word_set"]
 
-_WS = regex.compile(r"\s+")
+_WS = lazy_regex(r"\s+")
 
 
 def squash(text: str) -> str:
@@ -79,7 +80,7 @@ def present_squashed(n: str, haystack_squashed: str, *, prefix: int = 0) -> bool
     return n in haystack_squashed
 
 
-_WORD = regex.compile(r"[A-Za-z_][A-Za-z0-9_'-]*[A-Za-z0-9_]|\p{Han}+")
+_WORD = lazy_regex(r"[A-Za-z_][A-Za-z0-9_'-]*[A-Za-z0-9_]|\p{Han}+")
 _STOP = frozenset("""
 a an and are as at be been but by can could did do does done for from had has have he her his how i if in into is it
 its just may me might must my no not now of on once one only or our out over own same she should so some such than

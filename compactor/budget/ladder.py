@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import regex
 
 from ..collapse.older import evidence_spans
 from ..collapse.store import content_id
 from ..models import Anchor, Segment, SegmentKind, Span
 from ..audit.common import newest_request
+from ..lazyre import lazy_regex
 
 __all__ = ["LadderItem", "Plan", "build_items", "condense_request", "PRIORITIES"]
 
@@ -57,8 +57,8 @@ PRIORITIES = {
 }
 
 _EVIDENCE = ("trace", "error", "exit-code", "test-failure")
-_FRAME = regex.compile(r"""(?:File "[^"\n]+", line \d+|[\w./\\-]+\.\w+:\d+|\(\S+\.\w+:\d+\)|\bat \S+:\d+)""")
-_SHAPE = regex.compile(r"0x[0-9a-fA-F]+|[0-9a-f]{8,}|\d+")
+_FRAME = lazy_regex(r"""(?:File "[^"\n]+", line \d+|[\w./\\-]+\.\w+:\d+|\(\S+\.\w+:\d+\)|\bat \S+:\d+)""")
+_SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|[0-9a-f]{8,}|\d+")
 
 _REQUEST_FAMILIES = ("constraint", "trace", "error", "exit-code", "test-failure", "fileref")
 _HEAD_CHARS = 400  # the opening of a condensed request: whole lines up to about this many characters

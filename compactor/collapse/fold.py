@@ -7,16 +7,16 @@ only fold when identical), then a comparison with the previous one or two templa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-import regex
+from ..lazyre import lazy_regex
+from ..plain import Plain
 
 __all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summarize", "template_of"]
 
 MIN_RUN = 4  # a run shorter than this is cheaper to keep as it is
 MASK_MAX = 1000  # lines longer than this only fold when identical
-_MASK = regex.compile(
+_MASK = lazy_regex(
     # path-like token, tried only where a token starts: elsewhere in a token it cannot match (the
     # scan reaches the middle of a token only when the token did not end in '/'), and trying it
     # there rescanned the token at every position (quadratic in its length)
@@ -27,7 +27,7 @@ _MASK = regex.compile(
 
 # the same substitution on a line without '/': the path-like branch needs one, and trying it at
 # every position of a long token costs time quadratic in the token
-_MASK_NO_SLASH = regex.compile(r"[A-Fa-f]*+\d[0-9A-Fa-f]*+")
+_MASK_NO_SLASH = lazy_regex(r"[A-Fa-f]*+\d[0-9A-Fa-f]*+")
 
 
 def template_of(line: str) -> str:
@@ -38,11 +38,11 @@ def template_of(line: str) -> str:
     return _MASK.sub("#", line)
 
 
-@dataclass
-class FoldRun:
-    start: int  # index of the first folded line (0-based, in the input)
-    end: int  # index of the last folded line (inclusive)
-    period: int
+class FoldRun(Plain):
+    """``start``: index of the first folded line (0-based, in the input); ``end``: index of the
+    last folded line (inclusive); ``period``: 1 (one template) or 2 (two alternating)."""
+
+    __slots__ = ("start", "end", "period")
 
 
 def find_runs(lines: list[str], protected: Callable[[int], bool] | None = None,

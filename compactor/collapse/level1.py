@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-import regex
 
 from ..detect import Detector
 from ..engine.classify import Classification, Classifier
@@ -37,10 +36,11 @@ from ..syntax import ELIDED_TRACE_LINE, PLACEHOLDER_LINE, elided_trace_summary, 
 from ..tokens import get_counter
 from .fold import find_runs
 from .store import Store
+from ..lazyre import lazy_regex
 
 __all__ = ["Level1", "SegmentOutcome"]
 
-_FRAME = regex.compile(
+_FRAME = lazy_regex(
     r"""(?x)
     [\w./\\-]+\.(?:py|java|kt|scala|js|mjs|cjs|ts|tsx|jsx|go|rs|rb|php|cs|c|cc|cpp|cxx|h|hpp|m|mm|swift|dart|ex|exs|erl)
       (?:\"?,\ line\ \d+|:\d+|\(\d+)
@@ -49,13 +49,13 @@ _FRAME = regex.compile(
     | \bin\ .+:line\ \d+
     """
 )
-_HEADLINE = regex.compile(r"(?i)(?:error|exception|panic|fatal|failed|caused by|assert|signal|abort|traceback)")
-_KEYNUM = regex.compile(r"\b[A-Za-z_][\w.-]*\s*[=:]\s*-?\d")
+_HEADLINE = lazy_regex(r"(?i)(?:error|exception|panic|fatal|failed|caused by|assert|signal|abort|traceback)")
+_KEYNUM = lazy_regex(r"\b[A-Za-z_][\w.-]*\s*[=:]\s*-?\d")
 # Lines of a long trace that may be elided: frame lines that carry no file:line (native,
 # unknown-source, address-only frames), '... N more' markers, Rust symbol lines, goroutine
 # headers, hex dumps. Message lines, frames with file:line, and lines stating an error or a key
 # number always stay (seed 001: exception type, key numbers, file:line, first and last lines).
-_FRAMEISH = regex.compile(
+_FRAMEISH = lazy_regex(
     r"""(?x)^\s*(?:
         at\s
       | \#\d+\s
@@ -68,8 +68,8 @@ _FRAMEISH = regex.compile(
       | Shadow\ byte
     )"""
 )
-_PY_FRAME = regex.compile(r'^\s*File "[^"\n]*", line \d+')
-_GO_FILE = regex.compile(r"^\s+\S+\.go:\d+")
+_PY_FRAME = lazy_regex(r'^\s*File "[^"\n]*", line \d+')
+_GO_FILE = lazy_regex(r"^\s+\S+\.go:\d+")
 
 
 def _body(line: str) -> str:

@@ -28,17 +28,17 @@ import operator
 from itertools import compress
 from typing import Any
 
-import regex
 
 from ..formats.calls import NOT_JSON, call_of, parse_arguments
 from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
 from ..segments import changed, segment_index
+from ..lazyre import lazy_regex
 
 __all__ = ["HardenMemo", "harden", "evidence_spans", "EVIDENCE_FAMILIES"]
 
 EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
-_SHAPE = regex.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
+_SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _MIN_DUP_CHARS = 120  # shorter outputs cost less than the marker
 _BODY_LINES = 6  # argument strings with at least this many lines (or _BODY_CHARS) go by reference
 _BODY_CHARS = 400

@@ -9,11 +9,11 @@ code, a table or a path listing. CJK text counts its characters as words.
 
 from __future__ import annotations
 
-import regex
+from ..lazyre import lazy_regex
 
 __all__ = ["prose_lines", "is_prose"]
 
-_LOGGY = regex.compile(
+_LOGGY = lazy_regex(
     r"""(?x)^\s*(?:
         \d{4}-\d\d-\d\d[T\s]\d\d:\d\d          # timestamps
       | \d\d:\d\d:\d\d
@@ -30,10 +30,10 @@ _LOGGY = regex.compile(
       | (?:def|class|import|from|return|if|for|while|function|const|let|var|public|private)\b.*[:;{(]\s*$
     )"""
 )
-_WORD = regex.compile(r"[^\W\d_]{2,}")
-_CJK = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
-_SENTENCE_END = regex.compile(r"[.!?。！？：:;；,，)\]\"'”’]\s*$|[.!?。！？]\s")
-_CODEY = regex.compile(r"[{};=<>\\]|\(\)|::|->|=>|\$\{")
+_WORD = lazy_regex(r"[^\W\d_]{2,}")
+_CJK = lazy_regex(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
+_SENTENCE_END = lazy_regex(r"[.!?。！？：:;；,，)\]\"'”’]\s*$|[.!?。！？]\s")
+_CODEY = lazy_regex(r"[{};=<>\\]|\(\)|::|->|=>|\$\{")
 
 
 def is_prose(lines: list[str]) -> bool:

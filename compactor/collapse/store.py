@@ -33,14 +33,14 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import regex
 
 from ..errors import ConfigError, StoreError
+from ..lazyre import lazy_regex
 
 __all__ = ["DEFAULT_MAX_MB", "DirStore", "MemoryStore", "PruneResult", "SqliteStore", "Store", "StoreStats",
            "content_id", "default_max_bytes", "default_store_path", "open_store", "valid_id"]
 
-ID_RE = regex.compile(r"c-[0-9a-f]{16}")
+ID_RE = lazy_regex(r"c-[0-9a-f]{16}")
 
 #: default size cap of a store, in MB of stored originals
 DEFAULT_MAX_MB = 256

@@ -27,17 +27,17 @@ import heapq
 import os
 from bisect import bisect_left
 from collections import Counter, deque
-from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TextIO
 
-import regex
 
 from ..detect import Detector
 from ..engine.matchers import TextView
 from ..normalize import normalize_line
+from ..plain import Factory, FrozenPlain, Plain
 from .fold import informative, short, summarize, template_of
+from ..lazyre import lazy_regex
 
 if TYPE_CHECKING:  # the store (sqlite) is imported only when folded regions are kept
     from .store import Store
@@ -46,7 +46,7 @@ __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "
            "iter_decoded", "trim", "trim_stream", "trim_text", "trim_to"]
 
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_FILELINE = regex.compile(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
+_FILELINE = lazy_regex(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
 _KEY_CHARS = 200  # a line's shape is its first 200 characters (CI prefix removed), digits masked
 
 
@@ -55,41 +55,47 @@ def shape_key(body: str) -> bytes:
     return body.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS)
 
 
-@dataclass(frozen=True)
-class TrimOptions:
-    context: int = 2  # lines kept around protected lines
-    keep_head: int = 2  # lines kept at the start of a folded region
-    keep_tail: int = 2  # lines kept at the end of a folded region
-    min_fold: int = 8  # regions up to this many lines are kept whole
-    top_templates: int = 3
-    block_lines: int = 8192
-    block_bytes: int = 4 * 1024 * 1024
-    carry_lines: int = 64
-    max_line_chars: int = 1024 * 1024  # longer lines are cut to head + tail in the output
-    github: bool = False  # GitHub Actions: ::error annotations, one ::group:: per fold
-    receipt: bool = True  # end the output with the receipt line (only when something was folded)
-    fold_blocks: bool = True  # a block of lines already printed becomes one line
-    min_block_lines: int = 3
-    max_annotations: int = 10
-    passthrough_bytes: int = 16 * 1024 * 1024  # raw input held back while nothing was folded yet
+class TrimOptions(FrozenPlain):
+    """How ``trim`` folds (read-only; ``options.replace(context=1)`` makes a changed copy)."""
+
+    __slots__ = ("context", "keep_head", "keep_tail", "min_fold", "top_templates", "block_lines", "block_bytes",
+                 "carry_lines", "max_line_chars", "github", "receipt", "fold_blocks", "min_block_lines",
+                 "max_annotations", "passthrough_bytes")
+    _defaults = {
+        "context": 2,  # lines kept around protected lines
+        "keep_head": 2,  # lines kept at the start of a folded region
+        "keep_tail": 2,  # lines kept at the end of a folded region
+        "min_fold": 8,  # regions up to this many lines are kept whole
+        "top_templates": 3,
+        "block_lines": 8192,
+        "block_bytes": 4 * 1024 * 1024,
+        "carry_lines": 64,
+        "max_line_chars": 1024 * 1024,  # longer lines are cut to head + tail in the output
+        "github": False,  # GitHub Actions: ::error annotations, one ::group:: per fold
+        "receipt": True,  # end the output with the receipt line (only when something was folded)
+        "fold_blocks": True,  # a block of lines already printed becomes one line
+        "min_block_lines": 3,
+        "max_annotations": 10,
+        "passthrough_bytes": 16 * 1024 * 1024,  # raw input held back while nothing was folded yet
+    }
 
 
-@dataclass
-class TrimStats:
-    lines_in: int = 0
-    lines_out: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-    protected_lines: int = 0
-    folded_lines: int = 0
-    regions: int = 0
-    baseline_lines: int = 0  # lines folded because their shape occurs in the baseline
-    repeated_blocks: int = 0  # blocks written as "same N lines as at line L"
-    long_lines_cut: int = 0
-    invalid_utf8: int = 0
-    rule_timeouts: int = 0
-    passthrough: bool = False  # nothing was folded: the input was written untouched
-    annotations: list = field(default_factory=list, repr=False)  # ranked Annotation (with github=True)
+class TrimStats(Plain):
+    """What a trim did (``as_dict()`` for all the figures)."""
+
+    __slots__ = ("lines_in", "lines_out", "bytes_in", "bytes_out", "protected_lines", "folded_lines", "regions",
+                 "baseline_lines", "repeated_blocks", "long_lines_cut", "invalid_utf8", "rule_timeouts",
+                 "passthrough", "annotations")
+    _defaults = {
+        "lines_in": 0, "lines_out": 0, "bytes_in": 0, "bytes_out": 0, "protected_lines": 0, "folded_lines": 0,
+        "regions": 0,
+        "baseline_lines": 0,  # lines folded because their shape occurs in the baseline
+        "repeated_blocks": 0,  # blocks written as "same N lines as at line L"
+        "long_lines_cut": 0, "invalid_utf8": 0, "rule_timeouts": 0,
+        "passthrough": False,  # nothing was folded: the input was written untouched
+        "annotations": Factory(list),  # ranked Annotation (with github=True)
+    }
+    _norepr = ("annotations",)
 
     @property
     def folded(self) -> bool:
@@ -116,16 +122,11 @@ class TrimStats:
         return "[compactor trim: " + ", ".join(parts) + "]"
 
 
-@dataclass(frozen=True)
-class Annotation:
-    """A failure that names ``file:line``, for a GitHub ``::error`` annotation."""
+class Annotation(FrozenPlain):
+    """A failure that names ``file:line``, for a GitHub ``::error`` annotation: ``file``,
+    ``line``, ``message``, ``log_line`` (1-based line of the log), ``rule_id``, ``priority``."""
 
-    file: str
-    line: int
-    message: str
-    log_line: int  # 1-based line of the log
-    rule_id: str
-    priority: int
+    __slots__ = ("file", "line", "message", "log_line", "rule_id", "priority")
 
     def command(self) -> str:
         msg = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -217,22 +218,25 @@ def _body(line: str) -> str:
     return line
 
 
-@dataclass
-class _Region:
+class _Region(Plain):
     """A run of unprotected lines being folded, in bounded memory."""
 
-    head: list[str] = field(default_factory=list)  # first novel lines
-    tail: deque = field(default_factory=lambda: deque(maxlen=8))  # last novel lines
-    every: list[str] | None = field(default_factory=list)  # all lines, while the region is small
-    count: int = 0  # novel lines (not in the baseline)
-    base: int = 0  # lines folded because the baseline knows their shape
-    nbytes: int = 0  # bytes of every line of the region
-    head_bytes: int = 0
-    tail_bytes: deque = field(default_factory=lambda: deque(maxlen=8))
-    templates: Counter = field(default_factory=Counter)
-    first: dict = field(default_factory=dict)
-    last: dict = field(default_factory=dict)
-    originals: list[str] | None = None
+    __slots__ = ("head", "tail", "every", "count", "base", "nbytes", "head_bytes", "tail_bytes", "templates", "first",
+                 "last", "originals")
+    _defaults = {
+        "head": Factory(list),  # first novel lines
+        "tail": Factory(lambda: deque(maxlen=8)),  # last novel lines
+        "every": Factory(list),  # all lines, while the region is small (None beyond)
+        "count": 0,  # novel lines (not in the baseline)
+        "base": 0,  # lines folded because the baseline knows their shape
+        "nbytes": 0,  # bytes of every line of the region
+        "head_bytes": 0,
+        "tail_bytes": Factory(lambda: deque(maxlen=8)),
+        "templates": Factory(Counter),
+        "first": Factory(dict),
+        "last": Factory(dict),
+        "originals": None,
+    }
 
 
 _EVERY = 72  # a region keeps all its lines while it has at most this many
@@ -870,14 +874,13 @@ def trim_text(detector: Detector, text: str, options: TrimOptions = TrimOptions(
     return "".join(parts), stats
 
 
-@dataclass(frozen=True)
-class TrimResult:
-    """What :func:`trim` returns: the trimmed text, its figures and the ranked failures that name
-    ``file:line`` (the ones ``--github`` turns into annotations)."""
+class TrimResult(FrozenPlain):
+    """What :func:`trim` returns: the trimmed ``text``, its figures (``stats``) and the ranked
+    failures that name ``file:line`` (``annotations``, the ones ``--github`` turns into
+    annotations)."""
 
-    text: str
-    stats: TrimStats
-    annotations: tuple[Annotation, ...] = ()
+    __slots__ = ("text", "stats", "annotations")
+    _defaults = {"annotations": ()}
 
 
 _DETECTORS: dict[tuple[str, ...], Detector] = {}

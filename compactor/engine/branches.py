@@ -26,13 +26,14 @@ from __future__ import annotations
 import re
 from re import _constants as C  # noqa: N812
 from re import _parser as sre
+from ..lazyre import lazy_re
 
 __all__ = ["Branch", "required", "split_any", "split_cached"]
 
 MAX_ALTERNATIVES = 12  # a branch gated by more literals than this is not worth gating
 MIN_LITERAL = 2  # a one-character gate ('=', ':') is on most lines
 
-_FLAG_HEAD = re.compile(r"\(\?[aiLmsux]+\)")
+_FLAG_HEAD = lazy_re(r"\(\?[aiLmsux]+\)")
 
 
 class Branch:

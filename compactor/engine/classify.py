@@ -12,14 +12,18 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
-from ..normalize import CI_PREFIX
+from ..normalize import CI_PREFIX, ci_prefixed
 from ..syntax import placeholder_safe
+from ..lazyre import lazy_regex
 from .matchers import _compile, _flags
-from .schema import Rule
+
+if TYPE_CHECKING:
+    from .records import Record
+    from .schema import Rule
 
 __all__ = ["Classification", "Classifier", "classify_example", "render_summary"]
 
@@ -27,7 +31,7 @@ HEAD_LINES = 400  # content regexes look at the head and tail of an output only
 TAIL_LINES = 100
 CAPTURE_BUDGET = 0.05  # CPU seconds per capture call (whole output), plus CAPTURE_PER_MB per MiB of output
 CAPTURE_PER_MB = 0.05
-_CI_PREFIX_LINE = regex.compile(r"^" + CI_PREFIX.pattern, regex.MULTILINE)
+_CI_PREFIX_LINE = lazy_regex(r"^" + CI_PREFIX.pattern, regex.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def _present(v: str) -> bool:
 
 
 class _CompiledClassifier:
-    def __init__(self, rule: Rule):
+    def __init__(self, rule: Rule | Record):
         spec = rule.classify
         assert spec is not None
         self.rule = rule
@@ -163,13 +167,16 @@ class _CompiledClassifier:
 
 
 class Classifier:
-    def __init__(self, rules: list[Rule]):
+    """Takes typed rules or the loader's plain records (``RuleSet.records("classify")``: no typed
+    models are built)."""
+
+    def __init__(self, rules: list[Rule] | list[Record]):
         self.compiled = [_CompiledClassifier(r) for r in sorted(rules, key=lambda r: (-r.priority, r.id))]
 
     def classify(self, text: str, *, command: str | None = None, exit_code: int | None = None,
                  lines: list[str] | None = None) -> Classification | None:
         lines = lines if lines is not None else text.split("\n")
-        if any(CI_PREFIX.match(line) for line in lines[:5]):
+        if any(map(ci_prefixed, lines[:5])):
             # CI logs (GitHub Actions raw logs): rules see the lines without the timestamp
             text = _CI_PREFIX_LINE.sub("", text)
             lines = text.split("\n")

@@ -33,6 +33,7 @@ from itertools import accumulate
 from operator import add
 from pathlib import Path
 from typing import Any, Protocol
+from ..lazyre import lazy_re
 
 
 class TextView(Protocol):
@@ -438,7 +439,7 @@ def gate_key(pattern: str, ignore_case: bool) -> tuple[str, str, bool]:
 # constructs hyperscan reads unlike ``regex`` even on ASCII text (``\s`` takes \x1c-\x1f in
 # ``regex``), anchors (whole text against lines) and everything hyperscan lacks (lookarounds,
 # inline flags, backreferences, Unicode properties): a gate with one of them is not scanned
-_HS_UNSAFE = re.compile(r"\\[sApPNXGZzQEgk0-9]|[\^$]|\(\?(?!:)")
+_HS_UNSAFE = lazy_re(r"\\[sApPNXGZzQEgk0-9]|[\^$]|\(\?(?!:)")
 
 
 def gate_fits_hyperscan(pattern: str, ignore_case: bool) -> bool:

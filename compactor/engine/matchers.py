@@ -24,22 +24,21 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import add
 from typing import TYPE_CHECKING, Iterable
 
-import regex
-
 from ..errors import RuleTimeout
-from ..normalize import CI_PREFIX
+from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
 from .literals import LiteralScanner, gate_fits_hyperscan, gate_key, literal_key
-from .programs import compile_pattern
 from .records import FLAG_NAMES
+from ..lazyre import lazy_regex
 
 if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans are built on demand
+    import regex
+
     from ..models import Span
     from .schema import Rule
 
@@ -52,7 +51,6 @@ PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a s
 SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
 
 
-@dataclass
 class TextView:
     """A text split into lines, with offsets, a lazily lowered copy and CI prefixes skipped.
 
@@ -62,21 +60,26 @@ class TextView:
     (``_ci_haystack``): ``str.lower`` on non-ASCII text is several times slower.
     """
 
-    text: str
-    lines: list[str] = field(init=False)
-    starts: list[int] = field(init=False)
-    prefix: list[int] | None = field(init=False, default=None)
-    _lower: str | None = field(init=False, default=None)
-    _hay_ci: tuple | None = field(init=False, default=None, repr=False)
-    _hits: dict = field(init=False, default_factory=dict, repr=False)
-    _bytes: tuple | None = field(init=False, default=None, repr=False)  # literals.bytes_view
+    __slots__ = ("text", "lines", "starts", "prefix", "_lower", "_hay_ci", "_hits", "_bytes")
 
-    def __post_init__(self) -> None:
+    def __init__(self, text: str):
+        self.text = text
+        self.prefix: list[int] | None = None
+        self._lower: str | None = None
+        self._hay_ci: tuple | None = None
+        self._hits: dict = {}
+        self._bytes: tuple | None = None  # literals.bytes_view
+        self._split()
+
+    def __repr__(self) -> str:
+        return f"TextView(text={self.text!r}, lines={self.lines!r}, starts={self.starts!r}, prefix={self.prefix!r})"
+
+    def _split(self) -> None:
         self.lines = self.text.split("\n")
         self.starts = _line_starts(self.lines)
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         sample = self.lines[:5]
-        if any(CI_PREFIX.match(line) for line in sample):
+        if any(map(ci_prefixed, sample)):
             self.prefix = [_ci_prefix(line) for line in self.lines]
         # a fuzzing engine's log prefix in front of the target's own output (Centipede's
         # 'CRASH LOG: '): rules see the sanitizer report as the target printed it
@@ -216,6 +219,8 @@ def _flags(names: Iterable[str]) -> int:
 
 @lru_cache(maxsize=4096)
 def _compile(pattern: str, flags: int) -> regex.Pattern:
+    from .programs import compile_pattern  # imports regex: a short trim that compiles no rule never pays
+
     return compile_pattern(pattern, flags)
 
 
@@ -289,7 +294,7 @@ class RegexRule(CompiledRule):
 
     @cached_property
     def whole(self) -> regex.Pattern:
-        return _compile(self.spec.pattern, _flags(self.spec.flags) | regex.MULTILINE)
+        return _compile(self.spec.pattern, _flags(self.spec.flags) | FLAG_NAMES["MULTILINE"])
 
     def find(self, view: TextView, budget: float):
         out = []
@@ -668,7 +673,7 @@ def _has_lines(view: TextView, first: int, last: int, need: int) -> bool:
     return False
 
 
-_SENTENCE_END = regex.compile(r"[.!?;。！？；]\s|[。！？；]|\n")
+_SENTENCE_END = lazy_regex(r"[.!?;。！？；]\s|[。！？；]|\n")
 
 
 class LiteralRule(CompiledRule):
@@ -677,15 +682,6 @@ class LiteralRule(CompiledRule):
         spec = rule.literal
         assert spec is not None
         self.spec = spec
-        alts = []
-        for w in sorted(set(spec.words), key=lambda w: (-len(w), w)):
-            e = regex.escape(w)
-            if spec.whole_word and w.isascii() and w[:1].isalnum():
-                e = r"\b" + e
-            if spec.whole_word and w.isascii() and w[-1:].isalnum():
-                e = e + r"\b"
-            alts.append(e)
-        self._alts = "(?:" + "|".join(alts) + ")"
         self.require = [r.lower() for r in spec.require_any]
         self.exclude = [r.lower() for r in spec.exclude]
         if not self.prefilter:
@@ -694,8 +690,23 @@ class LiteralRule(CompiledRule):
             self.ignore_case = not spec.case_sensitive
 
     @cached_property
-    def pat(self) -> regex.Pattern:  # compiled on first use, like the other kinds
-        return _compile(self._alts, 0 if self.spec.case_sensitive else regex.IGNORECASE)
+    def _alts(self) -> str:
+        import regex
+
+        spec = self.spec
+        alts = []
+        for w in sorted(set(spec.words), key=lambda w: (-len(w), w)):
+            e = regex.escape(w)
+            if spec.whole_word and w.isascii() and w[:1].isalnum():
+                e = r"\b" + e
+            if spec.whole_word and w.isascii() and w[-1:].isalnum():
+                e = e + r"\b"
+            alts.append(e)
+        return "(?:" + "|".join(alts) + ")"
+
+    @cached_property
+    def pat(self) -> regex.Pattern:  # compiled on first use, like the other kinds (and so is its alternation)
+        return _compile(self._alts, 0 if self.spec.case_sensitive else FLAG_NAMES["IGNORECASE"])
 
     def find(self, view: TextView, budget: float):
         spec = self.spec
@@ -735,7 +746,7 @@ class LiteralRule(CompiledRule):
         return out
 
 
-_SENTENCE_END_BACK = regex.compile(r"(?r)[.!?;。！？；]\s|[。！？；]|\n")
+_SENTENCE_END_BACK = lazy_regex(r"(?r)[.!?;。！？；]\s|[。！？；]|\n")
 
 
 def _sentence(line: str, a: int, b: int) -> tuple[int, int]:

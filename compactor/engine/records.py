@@ -13,8 +13,8 @@ from the same data, when something asks for it (``RuleSet.rules``).
 
 from __future__ import annotations
 
-import re
 from typing import Any
+from ..lazyre import lazy_re
 
 __all__ = ["FAMILIES", "FIELDS", "FLAG_NAMES", "Record", "check_rule_data", "to_record"]
 
@@ -37,9 +37,9 @@ FAMILIES = (
 # ``regex`` itself is imported by the engines that compile, not here)
 FLAG_NAMES = {"IGNORECASE": 2, "MULTILINE": 8, "DOTALL": 16, "VERBOSE": 64}
 
-_RULE_ID = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*(?:\.[a-z0-9]+(?:[-_][a-z0-9]+)*)+$")
-_FAMILY = re.compile(r"^[a-z][a-z0-9-]*$")
-_CAPTURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_RULE_ID = lazy_re(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*(?:\.[a-z0-9]+(?:[-_][a-z0-9]+)*)+$")
+_FAMILY = lazy_re(r"^[a-z][a-z0-9-]*$")
+_CAPTURE_NAME = lazy_re(r"^[a-z_][a-z0-9_]*$")
 
 
 class Record:

@@ -41,15 +41,16 @@ from ..models import Role, Segment, SegmentKind
 from .registry import register
 from .base import Document, Edits, Format, Probe, make_segment
 from .aider import split_lines
+from ..lazyre import lazy_regex
 
-_ROLE_LINE = regex.compile(r"^(System|User|Assistant|Tool):[ \t]*\r?\n?$")
-_AGENT_LINE = regex.compile(r"^mini-swe-agent \(step \d+, \$[0-9.]+\):[ \t]*\r?\n?$")
-_RULE = regex.compile(r"^\s*[─━-]{20,}\s*$|^\s*[─━]{3,}[^\n]{0,80}[─━]{3,}\s*$")
-_OBS_START = regex.compile(r"^\s*(?:<returncode>|<output>|<exception>|<warning>|Observation:)")
-_RETURNCODE = regex.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_FENCE_OPEN = regex.compile(r"^```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\r?\n?$")
-_FENCE_CLOSE = regex.compile(r"^```[ \t]*\r?\n?$")
-_HARNESS = regex.compile(
+_ROLE_LINE = lazy_regex(r"^(System|User|Assistant|Tool):[ \t]*\r?\n?$")
+_AGENT_LINE = lazy_regex(r"^mini-swe-agent \(step \d+, \$[0-9.]+\):[ \t]*\r?\n?$")
+_RULE = lazy_regex(r"^\s*[─━-]{20,}\s*$|^\s*[─━]{3,}[^\n]{0,80}[─━]{3,}\s*$")
+_OBS_START = lazy_regex(r"^\s*(?:<returncode>|<output>|<exception>|<warning>|Observation:)")
+_RETURNCODE = lazy_regex(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_FENCE_OPEN = lazy_regex(r"^```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\r?\n?$")
+_FENCE_CLOSE = lazy_regex(r"^```[ \t]*\r?\n?$")
+_HARNESS = lazy_regex(
     r"^\s*(?:Please always provide EXACTLY ONE action|Please provide EXACTLY ONE action|"
     r"The last command .{0,2000}? timed out|Format error:|Tool call error:|Your output was too long)", regex.S)
 

@@ -26,15 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
 from .base import Document, Edits, Format, LayoutState, Probe, make_segment
+from ..lazyre import lazy_regex
 
-_HEADER = regex.compile(r"(?m)^# aider chat started at ")
-_RUNNING = regex.compile(r"^> Running (\S[^\n]*?)[ \t]*\r?\n?$")
-_RUN = regex.compile(r"^(?:/run|/test|!)[ \t]*(\S[^\n]*)$")
+_HEADER = lazy_regex(r"(?m)^# aider chat started at ")
+_RUNNING = lazy_regex(r"^> Running (\S[^\n]*?)[ \t]*\r?\n?$")
+_RUN = lazy_regex(r"^(?:/run|/test|!)[ \t]*(\S[^\n]*)$")
 
 
 def split_lines(text: str) -> list[str]:

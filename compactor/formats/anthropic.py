@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
@@ -29,8 +28,9 @@ from .base import (
     make_segment,
     plan_drops,
 )
+from ..lazyre import lazy_regex
 
-_EXIT = regex.compile(r"\A\s*(?:Error: )?Exit code:? (-?\d+)")
+_EXIT = lazy_regex(r"\A\s*(?:Error: )?Exit code:? (-?\d+)")
 _BLOCKS = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document",
            "server_tool_use", "web_search_tool_result", "search_result", "container_upload")
 

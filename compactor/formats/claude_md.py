@@ -29,10 +29,11 @@ from ..models import Segment
 from .registry import register
 from .anthropic import _BLOCKS, BlockReader
 from .base import Document, Edits, Format, Probe, plan_drops
+from ..lazyre import lazy_regex
 
-_HEADING = regex.compile(r"^### (User|Assistant)[ \t]*$")
-_SEP = regex.compile(r"^---[ \t]*$")
-_DATE = regex.compile(r"^> \S")
+_HEADING = lazy_regex(r"^### (User|Assistant)[ \t]*$")
+_SEP = lazy_regex(r"^---[ \t]*$")
+_DATE = lazy_regex(r"^> \S")
 
 
 def _lines(text: str) -> list[str]:

@@ -26,7 +26,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
@@ -45,10 +44,11 @@ from .base import (
     record_line,
     update_state,
 )
+from ..lazyre import lazy_regex
 
 _TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted",
           "world_state", "token_usage_record")  # the last two since Codex 0.171: no messages in them
-_EXIT = regex.compile(r"\A(?:.*\n){0,3}?Exit code: (-?\d+)")
+_EXIT = lazy_regex(r"\A(?:.*\n){0,3}?Exit code: (-?\d+)")
 _HARNESS = ("<environment_context>", "# AGENTS.md instructions", "<user_instructions>", "<INSTRUCTIONS>")
 _ASSISTANT_ITEMS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call", "reasoning")
 _OUTPUT_MIRROR_FIELDS = ("stdout", "stderr", "aggregated_output", "formatted_output")

@@ -29,16 +29,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
 from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, jsonl_records, make_segment, plan_drops, update_state
+from ..lazyre import lazy_regex
 
 _DIRS = ("meta", "to_tui", "from_tui")
-_KEY = regex.compile(r"code:\s*(Char\('((?:\\.|[^'\\])*)'\)|Enter|Backspace|Tab)")
-_KIND = regex.compile(r"kind:\s*(Press|Repeat|Release)")
-_SHIFT = regex.compile(r"modifiers:\s*[^,}]*SHIFT")
+_KEY = lazy_regex(r"code:\s*(Char\('((?:\\.|[^'\\])*)'\)|Enter|Backspace|Tab)")
+_KIND = lazy_regex(r"kind:\s*(Press|Repeat|Release)")
+_SHIFT = lazy_regex(r"modifiers:\s*[^,}]*SHIFT")
 _OUT_FIELDS = ("aggregated_output", "formatted_output")
 
 

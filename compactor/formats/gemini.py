@@ -21,7 +21,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
@@ -39,9 +38,10 @@ from .base import (
     record_line,
     update_state,
 )
+from ..lazyre import lazy_regex
 
 _TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
-_EXIT = regex.compile(r"(?m)^Exit Code: (-?\d+)\s*$")
+_EXIT = lazy_regex(r"(?m)^Exit Code: (-?\d+)\s*$")
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -22,6 +21,7 @@ import regex
 from ..errors import InputError, LimitError
 from ..models import Diagnostic, Severity
 from .base import Probe, RawInput
+from ..lazyre import lazy_re, lazy_regex
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
@@ -36,7 +36,7 @@ __all__ = [
 DEFAULT_MAX_JSON_DEPTH = 512
 DEFAULT_MAX_INPUT_BYTES = 2 * 1024**3  # 2 GiB for in-memory (non-streaming) commands
 
-_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+_SURROGATE = lazy_regex(r"[\ud800-\udfff]")
 
 
 def decode_bytes(data: bytes, source: str = "<input>") -> RawInput:
@@ -133,7 +133,7 @@ def _depth_ok(text: str, max_depth: int) -> int | None:
     return None
 
 
-_BRACKETS = regex.compile(r"[\[\]{}]")
+_BRACKETS = lazy_regex(r"[\[\]{}]")
 
 
 def _bracket_depth_bound(text: str) -> int:
@@ -150,7 +150,7 @@ def _bracket_depth_bound(text: str) -> int:
     return best
 
 
-_TOKENS = regex.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', regex.DOTALL)
+_TOKENS = lazy_regex(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', regex.DOTALL)
 
 
 def _fix_surrogates(value: Any) -> tuple[Any, int]:
@@ -225,7 +225,7 @@ def load_json_text(text: str, source: str = "<input>", *, position_prefix: str =
 # How JSON (or a JSONL record) begins: an object with a key or empty, an array of values. Logs
 # whose lines open with a bracket ("[INFO] …", "[2018-05-17 07:01:35] …", "[ RUN      ] …",
 # "{main} …") do not, and are read as text instead of failing as malformed JSON.
-_JSON_START = re.compile(r'\{\s*(?:"|\})|\[\s*(?:[\[{"\]]|-?\d[\d.eE+-]*\s*[,\]]|(?:true|false|null)\s*[,\]])')
+_JSON_START = lazy_re(r'\{\s*(?:"|\})|\[\s*(?:[\[{"\]]|-?\d[\d.eE+-]*\s*[,\]]|(?:true|false|null)\s*[,\]])')
 
 
 def make_probe(raw: RawInput, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Probe:
@@ -285,8 +285,8 @@ def make_probe(raw: RawInput, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Pro
 _CHUNK = 8 * 1024 * 1024
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _TO_SQUARE = bytes.maketrans(b"{}", b"[]")
-_SURROGATE_ESC = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_SURROGATE_ESC = lazy_re(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_PAIR = lazy_re(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
 class FileText(RawInput):

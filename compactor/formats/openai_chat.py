@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
@@ -26,8 +25,9 @@ from .base import (
     norm_id,
     plan_drops,
 )
+from ..lazyre import lazy_regex
 
-_RETURNCODE = regex.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_RETURNCODE = lazy_regex(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function", "exit")
 _ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use")
 

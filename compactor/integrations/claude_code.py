@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import sys
 import tempfile
@@ -60,6 +59,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..atomic import write_text_atomic
+from ..lazyre import lazy_re
 
 __all__ = [
     "CONTEXT_LIMIT",
@@ -102,7 +102,7 @@ PRECOMPACT_LIMIT = 8_000
 MAX_READ_BYTES = 64 * 1024 * 1024
 
 EVENTS = {"pre-tool-use": "PreToolUse", "post-tool-use": "PostToolUse", "pre-compact": "PreCompact", "session-start": "SessionStart"}
-_SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_SESSION_RE = lazy_re(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 class HookSkip(Exception):
@@ -250,7 +250,7 @@ def post_tool_use(payload: dict[str, Any]) -> dict[str, Any] | None:
 
 #: every variable of the wrapper carries this prefix; a command already holding it is not wrapped again
 _WRAP_VAR = "__compactor_cap"
-_TOOL_USE_RE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+_TOOL_USE_RE = lazy_re(r"[A-Za-z0-9_-]{1,100}")
 
 
 def _runs_dir() -> Path:
@@ -335,7 +335,7 @@ def _prune_runs(runs: Path) -> None:
         pass
 
 
-_CAPTURE_RE = re.compile(r"[A-Za-z0-9_-]{1,100}-[A-Za-z0-9_]{1,32}")
+_CAPTURE_RE = lazy_re(r"[A-Za-z0-9_-]{1,100}-[A-Za-z0-9_]{1,32}")
 
 
 def _capture_base(base: str) -> Path:
@@ -577,7 +577,7 @@ def settings_path(scope: str, project_dir: str | os.PathLike[str] | None = None)
     raise ValueError(f"unknown scope {scope!r}: use 'project' or 'user'")
 
 
-_OURS = re.compile(r"\bhook\s+claude-code\s+(pre-tool-use|post-tool-use|pre-compact|session-start)\b")
+_OURS = lazy_re(r"\bhook\s+claude-code\s+(pre-tool-use|post-tool-use|pre-compact|session-start)\b")
 
 
 def merge_settings(settings: dict[str, Any], exe: str) -> tuple[dict[str, Any], bool]:

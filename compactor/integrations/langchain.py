@@ -22,13 +22,13 @@ read back with ``convert_to_messages``. Install with ``pip install 'compactor[la
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from compactor import BudgetError, Compactor, CompactorError, to_markdown
 
 from .sessions import DEFAULT_MAX_SESSIONS, SessionPool
+from ..lazyre import lazy_re
 
 try:
     from langchain.agents.middleware import AgentMiddleware
@@ -57,7 +57,7 @@ def _compactor(compactor: Compactor | None, **options) -> Compactor:
     return compactor if compactor is not None else Compactor(**options)
 
 
-_HISTORY = re.compile(r"\[compactor: anchor of (\d+) earlier messages · ref (c-[0-9a-f]{16})\]")
+_HISTORY = lazy_re(r"\[compactor: anchor of (\d+) earlier messages · ref (c-[0-9a-f]{16})\]")
 
 
 class AnchorSummarizer:

@@ -38,20 +38,21 @@ import regex
 from ..errors import AnswerError
 from ..models import Anchor, Decision, Diagnostic, ExcludedApproach, Fact, OpenQuestion, Severity
 from .support import SourceIndex, overlap, support
+from ..lazyre import lazy_regex
 
 __all__ = ["AnswerError", "GuardResult", "ItemChange", "Rejection", "apply_guards", "parse_answer"]
 
 REWORD_OVERLAP = 0.5
 DEAD_END_OVERLAP = 0.4
 
-DECISION_CUES = regex.compile(
+DECISION_CUES = lazy_regex(
     r"(?i)\b(?:decid\w*|decision|chose|choose|choosing|chosen|opt(?:ed|ing)?\s+(?:for|to)|instead|switch(?:ed|ing)?\s+to"
     r"|prefer\w*|rather\s+than|(?:we|i)(?:'ll|\s+will)\s+(?:use|go|keep|stick|try|switch|implement|fix|add|write|remove)"
     r"|going\s+to\s+(?:use|go|keep|implement|fix)|let'?s\s+(?:use|go\s+with|keep|switch|stick)|settled\s+on"
     r"|plan\s*:|approach\s*:|will\s+use|use\s+\S+\s+instead|not\s+going\s+to|stick\s+with|keep\s+using)\b"
     r"|决定|选择|改用|采用|不再|就用|方案")
 
-CONCLUSION_CUES = regex.compile(
+CONCLUSION_CUES = lazy_regex(
     r"(?i)(?:does\s*n[o']t\s+work|did\s*n[o']t\s+work|do\s*n[o']t\s+work|won'?t\s+work|not\s+work(?:ing)?|no\s+luck"
     r"|not\s+(?:the\s+)?(?:root\s+)?cause|not\s+(?:the\s+)?(?:problem|issue|culprit|right\s+approach|viable|feasible|possible|helpful)"
     r"|ruled?\s+out|rule\s+(?:it|this|that)\s+out|dead[\s-]end|give\s+up|giving\s+up|gave\s+up|abandon\w*"
@@ -60,11 +61,11 @@ CONCLUSION_CUES = regex.compile(
     r"|makes?\s+no\s+difference|no\s+effect|doesn't\s+apply|is\s+a\s+red\s+herring)"
     r"|不行|行不通|排除|放弃|无效|没用|不起作用|走不通|失败了")
 
-TRANSIENT = regex.compile(
+TRANSIENT = lazy_regex(
     r"(?i)\b(?:time[ds]?\s*out|timeout|rate[\s-]?limit\w*|429|503|502|temporar\w*|connection\s+(?:reset|refused|error)"
     r"|network|flaky|retry(?:ing)?|try\s+again|unavailable)\b")
 
-OVERCONFIDENT = regex.compile(
+OVERCONFIDENT = lazy_regex(
     r"(?i)\b(?:must|definitely|certainly|guaranteed|always|the\s+only\s+(?:way|option|fix)|without\s+a\s+doubt"
     r"|undoubtedly|100\s*%|have\s+to|no\s+other\s+(?:way|option))\b|必须|一定")
 
@@ -113,7 +114,7 @@ class GuardResult:
 
 # ----------------------------------------------------------------------------- parsing
 
-_FENCE = regex.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", regex.DOTALL)
+_FENCE = lazy_regex(r"```(?:json|JSON)?\s*\n?(.*?)```", regex.DOTALL)
 
 
 def parse_answer(text: str) -> dict[str, Any]:
@@ -158,8 +159,8 @@ def _as_text(v: Any) -> str:
     return ""
 
 
-_STEP_NUM = regex.compile(r"(?i)^(?:step|s)?\s*#?\s*(\d+)$")
-_SPLIT_REFS = regex.compile(r"\s*(?:[,;&/]|\band\b)\s*")
+_STEP_NUM = lazy_regex(r"(?i)^(?:step|s)?\s*#?\s*(\d+)$")
+_SPLIT_REFS = lazy_regex(r"\s*(?:[,;&/]|\band\b)\s*")
 
 
 class StepResolver:

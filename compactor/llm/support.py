@@ -25,18 +25,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import regex
+from ..lazyre import lazy_regex
 
 __all__ = ["SourceIndex", "Support", "content_tokens", "numbers_in", "support", "overlap"]
 
 THRESHOLD = 0.6
 
-_WORD = regex.compile(r"[\p{L}\p{N}]+(?:(?:[._/\-]|::|:)[\p{L}\p{N}]+)*'?[\p{L}]*")
-_NUMBER = regex.compile(r"(?<![\p{L}\p{N}_.])\d+(?:[.,]\d+)*(?![\p{L}_])")
-_HAN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
-_STEP_REF = regex.compile(r"\b(?:steps?\s*#?\s*\d+|s\d+)\b", regex.IGNORECASE)
-_SCOPE_END = regex.compile(r"[,;.!?:()\[\]\n]")
+_WORD = lazy_regex(r"[\p{L}\p{N}]+(?:(?:[._/\-]|::|:)[\p{L}\p{N}]+)*'?[\p{L}]*")
+_NUMBER = lazy_regex(r"(?<![\p{L}\p{N}_.])\d+(?:[.,]\d+)*(?![\p{L}_])")
+_HAN = lazy_regex(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
+_STEP_REF = lazy_regex(r"\b(?:steps?\s*#?\s*\d+|s\d+)\b", regex.IGNORECASE)
+_SCOPE_END = lazy_regex(r"[,;.!?:()\[\]\n]")
 _SCOPE_WORDS = frozenset({"but", "however", "although", "though", "whereas", "while", "yet", "so", "because"})
-_NEG_SRC = regex.compile(r"\b(?:not|no|never|none|nor|cannot|without|neither)\b|n't", regex.IGNORECASE)
+_NEG_SRC = lazy_regex(r"\b(?:not|no|never|none|nor|cannot|without|neither)\b|n't", regex.IGNORECASE)
 
 STOPWORDS = frozenset("""
 a an the and or but if then than so of to in on at by for with from into onto over under as is are was were be
@@ -57,8 +58,8 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "ures", "ure", "edly", "ied", "ie
              "ly", "al", "s", "e")
 
 
-_TIMEOUT = regex.compile(r"(?i)\btim(?:ed|ing|es|e)?\s+out\b")
-_CANT = regex.compile(r"(?i)\b(?:could\s*n[o']t|can\s*n[o']t|cannot|unable\s+to|failed\s+to)\b")
+_TIMEOUT = lazy_regex(r"(?i)\btim(?:ed|ing|es|e)?\s+out\b")
+_CANT = lazy_regex(r"(?i)\b(?:could\s*n[o']t|can\s*n[o']t|cannot|unable\s+to|failed\s+to)\b")
 _CANON = {"error": "fail", "err": "fail", "failur": "fail", "unabl": "fail", "errored": "fail"}
 _FAIL_STEMS = frozenset({"fail", "crash", "broken", "broke", "exception", "abort"})
 
@@ -176,7 +177,7 @@ def claim_tokens(text: str) -> ClaimTokens:
                        frozenset(neg_scope))
 
 
-_HAN_CLAUSE = regex.compile(r"[，。；！？、,.;!?\n]")
+_HAN_CLAUSE = lazy_regex(r"[，。；！？、,.;!?\n]")
 
 
 def _cjk_polarity(text: str) -> tuple[set[str], set[str]]:

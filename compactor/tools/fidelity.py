@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import regex
 
 from ..models import Anchor, Segment
 from ..audit.common import content_words as _words, word_set as _word_set
 from ..normalize import normalize
+from ..lazyre import lazy_regex
 
 __all__ = ["AuditItem", "FileAudit", "AuditReport", "audit_anchor", "audit_file", "audit_paths", "format_table"]
 
-_NUM = regex.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
-_FAIL = regex.compile(
+_NUM = lazy_regex(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_FAIL = lazy_regex(
     r"""(?ix)
     \b(?:error|errors|errored|exception|traceback|fail(?:s|ed|ing|ure)?|crash(?:ed|es)?|panic(?:ked)?|fatal|abort(?:ed)?|
        segfault|timed\s+out|refused|

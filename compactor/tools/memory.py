@@ -34,6 +34,7 @@ from ..atomic import write_text_atomic
 from ..errors import InputError
 from ..models import Anchor, SegmentKind
 from ..audit.common import shorten
+from ..lazyre import lazy_regex
 
 __all__ = ["KINDS", "MemoryEntries", "MemoryUpdate", "extract_memory", "export_memory", "merge_markdown", "merge_json"]
 
@@ -44,12 +45,12 @@ _TITLES = {"decisions": "Decisions", "dead_ends": "Dead ends", "constraints": "U
 _TITLE_TO_KIND = {v.casefold(): k for k, v in _TITLES.items()}
 _NOTE = "<!-- maintained by `compactor memory export`: new entries are merged in, nothing is removed; edit freely -->"
 
-_SECTION_RE = regex.compile(r"^##\s+compactor memory\s*$", regex.I)
-_H12 = regex.compile(r"^#{1,2}\s")
-_H3 = regex.compile(r"^###\s+(.+?)\s*$")
-_BULLET = regex.compile(r"^\s*[-*]\s+(.*)$")
+_SECTION_RE = lazy_regex(r"^##\s+compactor memory\s*$", regex.I)
+_H12 = lazy_regex(r"^#{1,2}\s")
+_H3 = lazy_regex(r"^###\s+(.+?)\s*$")
+_BULLET = lazy_regex(r"^\s*[-*]\s+(.*)$")
 
-_ENV_FACT = regex.compile(
+_ENV_FACT = lazy_regex(
     r"""(?ix)
     \b(?:python|node(?:js)?|npm|pip|java|jdk|go|rust|cargo|gcc|clang|django|flask|react|numpy|pandas|pytest|
         postgres(?:ql)?|mysql|redis|docker|kubernetes|ubuntu|debian|alpine|macos|windows|version|installed|runtime|
@@ -58,7 +59,7 @@ _ENV_FACT = regex.compile(
     | \b(?:env(?:ironment)?\s+var(?:iable)?|PATH|PYTHONPATH|HOME|virtualenv|venv|conda)\b
     """
 )
-_WORKS = regex.compile(
+_WORKS = lazy_regex(
     r"""(?x)^(?:sudo\s+)?(?:
       python[\d.]*\s+(?:-m\s+)?\S+ | pytest\b | py\.test\b | tox\b | nox\b | make\b | cmake\b | ninja\b
     | npm\s+(?:run|test|ci|install|i)\b | yarn\b | pnpm\b | npx\b | node\s+\S+ | deno\b | bun\b
@@ -68,7 +69,7 @@ _WORKS = regex.compile(
     | javac\b | gcc\b | g\+\+\b | clang\b | dotnet\s+(?:build|test|run)\b | ponyc\b
     )"""
 )
-_WS = regex.compile(r"\s+")
+_WS = lazy_regex(r"\s+")
 
 
 def _key(text: str) -> str:

@@ -40,6 +40,7 @@ from ..normalize import normalize
 from ..syntax import is_summary_text
 from ..tokens import get_counter
 from ..tokens import _Estimate  # noqa: PLC2701 - the documented fallback estimate
+from ..lazyre import lazy_regex
 
 __all__ = ["Reason", "TriggerDecision", "should_compact"]
 
@@ -79,7 +80,7 @@ class TriggerDecision(_Frozen):
 
 # ---------------------------------------------------------------------------- phrasings
 
-_ASK_EN = regex.compile(
+_ASK_EN = lazy_regex(
     r"""(?ix)
     (?:^|\W)/compact\b
     | \b(?:compact|compress|condense|shrink|trim|clean\s*up|tidy(?:\s*up)?|prune|clear\s+out)\s+
@@ -92,14 +93,14 @@ _ASK_EN = regex.compile(
     | \bwhere\s+(?:are\s+we|do\s+we\s+stand)\b
     """
 )
-_ASK_ZH = regex.compile(
+_ASK_ZH = lazy_regex(
     r"(?:整理|压缩|清理|精简|梳理|收拾)(?:一下|下)?(?:当前|目前|现在|之前|前面|我们的|你的)?的?(?:上下文|历史|对话|会话|记录|进度|context)"
     r"|(?:总结|汇总|回顾|概括|小结)(?:一下|下)?(?:当前|目前|现在|之前|我们的|你的|已有的)?的?(?:进度|进展|上下文|历史|对话|工作|情况|状态)"
     r"|(?:上下文|历史|对话)(?:太长|太多|满了|快满)"
 )
 
 # ---------------------------------------------------------------------------- risk
-_DESTRUCTIVE = regex.compile(
+_DESTRUCTIVE = lazy_regex(
     r"""(?ix)
     \brm\s+(?:-[a-z]*[rf][a-z]*\s+)+ | \brm\s+--(?:recursive|force)\b
     | \bgit\s+(?:push\s+(?:[^\n;|&]*\s)?(?:--force\b|-f\b|--force-with-lease\b)|reset\s+--hard\b|clean\s+-[a-z]*f|checkout\s+--\s|branch\s+-D\b|rebase\b|filter-branch\b)
@@ -110,20 +111,20 @@ _DESTRUCTIVE = regex.compile(
     | \bnpm\s+publish\b | \bpip\s+uninstall\b | \baws\s+s3\s+rm\b
     """
 )
-_ERROR_LINE = regex.compile(
+_ERROR_LINE = lazy_regex(
     r"(?m)^.{0,300}?(?:\b[A-Z]\w*(?:Error|Exception)\b:?|\berror(?:\[E\d+\])?:|\bERROR\b|\bFAILED\b|\bfatal:|\bpanic:|"
     r"Traceback \(most recent call last\)|command not found|No such file or directory|Permission denied|"
     r"Segmentation fault|npm ERR!|错误|失败).{0,300}$"
 )
-_TRACE_HEAD = regex.compile(r"^(?:Traceback \(most recent call last\)|During handling|The above exception)")
+_TRACE_HEAD = lazy_regex(r"^(?:Traceback \(most recent call last\)|During handling|The above exception)")
 
 # ---------------------------------------------------------------------------- normalisation
-_WS = regex.compile(r"\s+")
-_NUM = regex.compile(r"0x[0-9a-fA-F]+|\b\d+(?:\.\d+)*\b")
+_WS = lazy_regex(r"\s+")
+_NUM = lazy_regex(r"0x[0-9a-fA-F]+|\b\d+(?:\.\d+)*\b")
 _QUOTES = str.maketrans({"'": '"', "`": '"', "\u2018": '"', "\u2019": '"', "\u201c": '"', "\u201d": '"'})
-_CD_PREFIX = regex.compile(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
-_TRAILER = regex.compile(r"\s*(?:2>&1|\|\s*(?:head|tail)(?:\s+-n?\s*\d+)?|;\s*echo\s+\$\?)\s*$")
-_SEARCH_CMD = regex.compile(r"^(?:grep|rg|ag|ack|find|fd|locate|search_dir|search_file|find_file|git\s+grep)\b")
+_CD_PREFIX = lazy_regex(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
+_TRAILER = lazy_regex(r"\s*(?:2>&1|\|\s*(?:head|tail)(?:\s+-n?\s*\d+)?|;\s*echo\s+\$\?)\s*$")
+_SEARCH_CMD = lazy_regex(r"^(?:grep|rg|ag|ack|find|fd|locate|search_dir|search_file|find_file|git\s+grep)\b")
 
 
 _ARG_NOISE = {"timeout", "is_input", "security_risk", "thought", "description", "blocking", "run_in_background"}
@@ -166,8 +167,8 @@ def _norm_question(text: str) -> str:
     return _WS.sub(" ", t).strip()[:500]
 
 
-_LISTING = regex.compile(r"^\s*\d+(?:\t|:\s|\s{2,}|\s*\|)")  # a numbered source listing (cat -n, an editor view)
-_EXC_LINE = regex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b(?::|$)")
+_LISTING = lazy_regex(r"^\s*\d+(?:\t|:\s|\s{2,}|\s*\|)")  # a numbered source listing (cat -n, an editor view)
+_EXC_LINE = lazy_regex(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b(?::|$)")
 
 
 def _error_signature(text: str) -> tuple[str, str] | None:
