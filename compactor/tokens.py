@@ -209,6 +209,8 @@ class RankCache:
         import json
         import sqlite3
 
+        from .atomic import write_bytes_atomic
+
         paths = cls.paths(encoding, key)
         if paths is None:
             return
@@ -233,11 +235,7 @@ class RankCache:
             sha = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
             os.replace(tmp, db)
             tmp = None
-            fd, tmp = tempfile.mkstemp(dir=db.parent, prefix=f".{digest.name}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="ascii") as fh:
-                fh.write(sha + "\n")
-            os.replace(tmp, digest)
-            tmp = None
+            write_bytes_atomic(digest, sha.encode("ascii") + b"\n", dir_mode=0o700)
         except Exception:  # noqa: BLE001 - a read-only or full cache folder only costs speed
             pass
         finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -325,23 +324,15 @@ def _read_catalog(key: str) -> RuleSet | None:
 def _write_catalog(key: str, ruleset: RuleSet) -> None:
     import hashlib
     import marshal
-    import tempfile
 
     folder = catalog_dir()
     if folder is None:
         return
     body = marshal.dumps(ruleset.data())
     header = b" ".join([_MAGIC, str(CATALOG_VERSION).encode(), key.encode(), hashlib.sha256(body).hexdigest().encode()])
+    from ..atomic import write_bytes_atomic
+
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(header + b"\n" + body)
-            os.replace(tmp, folder / f"{key}.catalog")
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_bytes_atomic(folder / f"{key}.catalog", header + b"\n" + body, dir_mode=0o700)
     except OSError:
         pass  # a read-only or full cache folder only costs speed

@@ -78,7 +78,6 @@ def _read() -> dict[str, tuple]:
 
 def _save() -> None:
     import marshal
-    import tempfile
 
     global _dirty
     path = programs_path()
@@ -90,19 +89,11 @@ def _save() -> None:
         except ValueError:  # a program marshal cannot write: keep none on disk
             return
         _dirty = False
+    from ..atomic import write_bytes_atomic
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".programs-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(_MAGIC + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_bytes_atomic(path, _MAGIC + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body,
+                           dir_mode=0o700)
     except OSError:
         pass  # a read-only or full cache folder only costs speed
 
