@@ -177,37 +177,9 @@ class LiteralScanner:
         if self._gate_db is None:
             self._gate_db = _hyperscan_gate_db(self.gates)
         data, starts = self._bytes_view(view)
-        n = len(self.gates)
-        out: list[list[int]] = [[] for _ in range(n)]
-        last = [-1] * n
-        nstarts = len(starts)
-        big = 1 << 62
-        state = [0, big, -1, -1, 0]
-        br = bisect_right
-        most = GATE_SHARE * nstarts + 64
+        out: list[list[int]] = [[] for _ in self.gates]
         stop = [False]
-
-        def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
-            e1 = b + state[0] - 1
-            if state[1] <= e1 <= state[2]:
-                state[4] += 1
-                if state[4] > LINE_CAP:
-                    return True
-                ln = state[3]
-            else:
-                ln = br(starts, e1) - 1
-                state[1] = starts[ln]
-                state[2] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
-                state[3] = ln
-                state[4] = 1
-            if last[i] != ln:
-                out[i].append(ln)
-                last[i] = ln
-                if len(out[i]) > most:
-                    stop[0] = True
-                    return True
-            return None
-
+        state, on_match = _line_matches(starts, out, GATE_SHARE * len(starts) + 64, stop)
         extra = scan_chunked(self._gate_db, data, starts, on_match, state, self._terminated, stop)
         if stop[0]:
             return None
@@ -224,34 +196,8 @@ class LiteralScanner:
 
     def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
         data, starts = self._bytes_view(view)
-        n = len(self._bytes_keys)
-        out: list[list[int]] = [[] for _ in range(n)]
-        last = [-1] * n  # line last recorded, per literal (matches may come out of order)
-        nstarts = len(starts)
-        big = 1 << 62
-        # base offset of the current scan, first and last offset of the current line, its number,
-        # matches on it
-        state = [0, big, -1, -1, 0]
-        br = bisect_right
-
-        def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
-            e1 = b + state[0] - 1
-            if state[1] <= e1 <= state[2]:
-                state[4] += 1
-                if state[4] > LINE_CAP:
-                    return True  # a dense line: stop, resume at the next line
-                ln = state[3]
-            else:
-                ln = br(starts, e1) - 1
-                state[1] = starts[ln]
-                state[2] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
-                state[3] = ln
-                state[4] = 1
-            if last[i] != ln:
-                out[i].append(ln)
-                last[i] = ln
-            return None
-
+        out: list[list[int]] = [[] for _ in self._bytes_keys]
+        state, on_match = _line_matches(starts, out)
         recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
         out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
         if recheck:
@@ -361,6 +307,45 @@ def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
 CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-reads at most this much
 
 
+
+def _line_matches(starts: list[int], out: list[list[int]], most: float = float("inf"),
+                  stop: list[bool] | None = None):
+    """The scan state and the match handler of :func:`scan_chunked` that record, per pattern id,
+    the lines it matches in ``out`` (matches may come out of order; a line is recorded once per
+    run). A line with more than ``LINE_CAP`` matches stops the chunk (dense line); a pattern on more
+    than ``most`` lines sets ``stop[0]`` and stops the scan."""
+    last = [-1] * len(out)  # line last recorded, per pattern
+    nstarts = len(starts)
+    big = 1 << 62
+    # base offset of the current scan, first and last offset of the current line, its number,
+    # matches on it
+    state = [0, big, -1, -1, 0]
+    br = bisect_right
+
+    def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
+        e1 = b + state[0] - 1
+        if state[1] <= e1 <= state[2]:
+            state[4] += 1
+            if state[4] > LINE_CAP:
+                return True  # a dense line: stop, resume at the next line
+            ln = state[3]
+        else:
+            ln = br(starts, e1) - 1
+            state[1] = starts[ln]
+            state[2] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+            state[3] = ln
+            state[4] = 1
+        if last[i] != ln:
+            lines = out[i]
+            lines.append(ln)
+            last[i] = ln
+            if len(lines) > most:
+                stop[0] = True
+                return True
+        return None
+
+    return state, on_match
+
 def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated,
                  stop: list[bool] | None = None) -> list[int]:
     """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes.
@@ -416,16 +401,10 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
         pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        import tempfile
+    from ..atomic import write_bytes_atomic
 
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".literals-", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(hyperscan.dumpb(db))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+    try:
+        write_bytes_atomic(path, hyperscan.dumpb(db), durable=True)
     except OSError:  # a read-only home: the database lives in memory only
         pass
     return db
