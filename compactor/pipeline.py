@@ -93,6 +93,14 @@ class Conversation:
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
         self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
 
+    def memo(self, name: str, make):
+        """The conversation's memo NAME (one of the fields above), made by ``make()`` the first time."""
+        found = getattr(self, name)
+        if found is None:
+            found = make()
+            setattr(self, name, found)
+        return found
+
 
 @dataclass
 class PipelineState:
@@ -163,9 +171,7 @@ class PipelineState:
         conv = self.conversation
         if conv is None:
             return None
-        memo = conv.span_memo
-        if memo is None:
-            memo = conv.span_memo = _SpanMemo()
+        memo = conv.memo("span_memo", _SpanMemo)
         segs = self.doc.segments
         memo.update(segs, segment_index(conv, segs).ids, self.outcomes)
         return memo
@@ -481,11 +487,7 @@ class Compactor:
             from .collapse.older import HardenMemo, harden
 
             conv = state.conversation
-            memo = None
-            if conv is not None:
-                memo = conv.harden_memo
-                if memo is None:
-                    memo = conv.harden_memo = HardenMemo()
+            memo = None if conv is None else conv.memo("harden_memo", HardenMemo)
             harden(state, self.store, self.counter, memo)
         state.normalized = {}
         state.stages.append("level1" if apply else "detect")
@@ -554,11 +556,7 @@ class Compactor:
             from .anchor.continuation import ContinuationMemo, continuation_check
 
             conv = state.conversation
-            memo = None
-            if conv is not None:
-                memo = conv.continuation_memo
-                if memo is None:
-                    memo = conv.continuation_memo = ContinuationMemo()
+            memo = None if conv is None else conv.memo("continuation_memo", ContinuationMemo)
             state.anchor, filled = continuation_check(state.anchor, state.segments, memo)
             if filled and state.self_check is not None:
                 state.self_check = state.self_check.model_copy(update={
@@ -670,7 +668,7 @@ class Compactor:
                 if conv is not None:
                     from .anchor.render import RenderMemo
 
-                    render_memo = conv.render_memo = conv.render_memo or RenderMemo()
+                    render_memo = conv.memo("render_memo", RenderMemo)
                 anchor = bound_anchor(anchor, state.config.anchor_max_tokens, self._count_pieces(),
                                       lang=state.config.lang, memo=render_memo)
                 if conv is not None:
