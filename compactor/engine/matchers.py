@@ -23,10 +23,10 @@ preservation).
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from functools import cached_property, lru_cache
 from itertools import accumulate
-from operator import add
+from operator import add, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RuleTimeout
@@ -34,7 +34,7 @@ from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
 from .literals import LiteralScanner, gate_fits_hyperscan, gate_key, literal_key
 from .records import FLAG_NAMES
-from ..lazyre import lazy_regex
+from ..lazyre import lazy_re, lazy_regex
 
 if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans are built on demand
     import regex
@@ -473,6 +473,68 @@ class LineBlockRule(CompiledRule):
                 return True
         return False
 
+    @cached_property
+    def _whole_lines(self) -> tuple | None:
+        """The start, continue and end patterns in their line-local whole-line forms
+        (``linelocal.whole_line``), compiled MULTILINE: (start, [continue...], end or None), or
+        None when one of them cannot be made line-local (the block is then searched line by line)."""
+        from .linelocal import whole_line
+
+        spec = self.spec
+        forms = [whole_line(p) for p in (spec.start, *spec.continue_, *([spec.end] if spec.end else []))]
+        if any(f is None for f in forms):
+            return None
+        multi = FLAG_NAMES["MULTILINE"]
+        comp = [_compile(f, multi) for f in forms]  # type: ignore[arg-type]
+        ncont = len(spec.continue_)
+        return comp[0], comp[1:1 + ncont], comp[1 + ncont] if spec.end else None
+
+    def _start_marks(self, view: TextView, cand: list[int], n: int, covered_until: int, budget: float,
+                     memo: dict[str, int]) -> dict[int, int] | None:
+        """Whether the start pattern matches (1 or 0), for the uncovered candidate lines of the
+        chunk that begins at ``cand[n]`` (lines of at most 4096 characters; longer ones are left
+        to the line-by-line search), in one line-local pass over the lines not seen before
+        (``memo``: line body -> 0/1); None if not possible."""
+        lines = view.lines
+        pre = view.prefix
+        idx = [i for i in cand[n:n + BULK_START_CHUNK] if i > covered_until and len(lines[i]) <= 4096]
+        bodies = [lines[i] for i in idx] if pre is None else [lines[i][pre[i]:] if pre[i] else lines[i] for i in idx]
+        new = [b for b in dict.fromkeys(bodies) if b not in memo]
+        if new:
+            got = _line_marks(new, (self._whole_lines[0],), budget)  # type: ignore[index]
+            if got is None:
+                return None
+            memo.update(zip(new, got[0]))
+        return dict(zip(idx, map(memo.__getitem__, bodies)))
+
+    def _window(self, view: TextView, lo: int, hi: int, budget: float, memo: dict[str, int]) -> bytes | None:
+        """The class of each line lo..hi-1, one byte each, as the line-by-line loop decides it:
+        BLANK first, then END (the end pattern), then CONT (a continue pattern), else 0. Lines
+        not seen before (``memo``: line body -> class) are classified in one line-local pass per
+        pattern; None if not possible."""
+        lines = view.lines
+        pre = view.prefix
+        if pre is None:
+            bodies = lines[lo:hi]
+        else:
+            bodies = [x[k:] if k else x for x, k in zip(lines[lo:hi], pre[lo:hi])]
+        new = [b for b in dict.fromkeys(bodies) if b not in memo]
+        if new:
+            _start, cont, end = self._whole_lines  # type: ignore[misc]
+            got = _line_marks(new, tuple(cont) + ((end,) if end is not None else ()), budget)
+            if got is None:
+                return None
+            m = len(new)
+            blank = int.from_bytes(bytes(map(or_, map(not_, new), map(str.isspace, new))), "big")
+            c = 0
+            for flags in got[:len(cont)]:
+                c |= int.from_bytes(flags, "big")
+            e = int.from_bytes(got[-1], "big") & ~blank if end is not None else 0
+            c &= ~blank & ~e
+            # one class per byte (the three are exclusive: no carry between bytes)
+            memo.update(zip(new, (blank * BLANK + e * END + c * CONT).to_bytes(m, "big")))
+        return bytes(map(memo.__getitem__, bodies))
+
     def find(self, view: TextView, budget: float):
         spec = self.spec
         out = []
@@ -486,14 +548,38 @@ class LineBlockRule(CompiledRule):
         start_search = start.search
         all_lines = view.lines
         pre = view.prefix
-        for n, i in enumerate(cand):
+        starts = view.starts
+        text_end = len(view.text) + 1  # where a line after the last one would start
+        # many candidate lines (a long trace): the start pattern is tried on a chunk of them at once
+        chunked = len(cand) >= BULK_START_MIN and self._whole_lines is not None
+        marked: dict[int, int] = {}
+        chunk_end = 0
+        start_memo: dict[str, int] = {}  # line body -> does the start pattern match (1/0)
+        line_memo: dict[str, int] = {}  # line body -> its class in a block (see _window)
+        ncand = len(cand)
+        nxt_n = 0
+        while nxt_n < ncand:
+            n = nxt_n
+            i = cand[n]
+            if i <= covered_until:  # inside the last block: go to the first candidate after it
+                nxt_n = bisect_right(cand, covered_until, n + 1)
+                continue
+            nxt_n = n + 1
             if n & 127 == 127 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
-            if i <= covered_until:
-                continue
             try:
-                head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
-                if (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is None:
+                if chunked and n >= chunk_end:
+                    got = self._start_marks(view, cand, n, covered_until, budget, start_memo)  # type: ignore[arg-type]
+                    if got is None:
+                        chunked = False
+                    else:
+                        marked = got
+                    chunk_end = n + BULK_START_CHUNK
+                hit = marked.get(i) if chunked else None
+                if hit is None:
+                    head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
+                    hit = (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is not None
+                if not hit:
                     continue
                 first = i
                 # lines before the header that belong to it (e.g. Node's source-context preamble)
@@ -515,13 +601,70 @@ class LineBlockRule(CompiledRule):
                 if self.end is not None and _search_line(self.end, view.body(i), budget) is not None and i > first:
                     ended = True
                 # the continuation lines of a long trace: this loop runs once per frame, so the
-                # short-line case calls the compiled searches directly
+                # short-line case calls the compiled searches directly; past BULK_AFTER lines the
+                # block is classified a window of lines at a time (line-local patterns, one pass
+                # each) and runs of continuation lines are taken in one step
                 lines = view.lines
                 prefix = view.prefix
                 end_pat = self.end
                 end_search = end_pat.search if end_pat is not None else None
                 cont_search = self._cont_search
+                lo = hi = 0  # the classified window: lines lo..hi-1
+                window = BULK_WINDOW
+                bulk = True
                 while not ended and j < nlines and j - first < spec.max_lines and size < spec.max_bytes:
+                    if lo <= j < hi:
+                        k = j - lo
+                        c = w_cls[k]
+                        if c == BLANK:
+                            blanks += 1
+                            if blanks > spec.allow_blank:
+                                break
+                            j += 1
+                            continue
+                        if c == END:
+                            last = j
+                            ended = True
+                            break
+                        if c == CONT:
+                            # a run of continuation lines, up to the line or byte limit
+                            other = _NOT_CONT(w_cls, k)
+                            stop = min(hi if other is None else lo + other.start(), first + spec.max_lines)
+                            # line t is taken while the size before it, size + starts[t] - starts[j],
+                            # is below max_bytes (line j is: the loop condition held)
+                            stop = bisect_left(starts, spec.max_bytes - size + starts[j], j + 1, stop)
+                            nxt = starts[stop] if stop < nlines else text_end
+                            size += nxt - starts[j]
+                            last = stop - 1
+                            blanks = 0
+                            gaps = 0
+                            j = stop
+                            continue
+                        gaps += 1
+                        if gaps > spec.allow_gap:
+                            break
+                        size += len(lines[j]) + 1
+                        j += 1
+                        continue
+                    if bulk and j - i > BULK_AFTER:
+                        cap = min(nlines, j + window, first + spec.max_lines)
+                        hi = cap
+                        if max(map(len, lines[j:cap])) > 4096:  # short lines only (long ones: line by line)
+                            hi = j
+                            while hi < cap and len(lines[hi]) <= 4096:
+                                hi += 1
+                        if hi > j:
+                            got = self._window(view, j, hi, budget, line_memo)
+                            if got is None:
+                                bulk = False
+                                hi = 0
+                            else:
+                                w_cls = got
+                                lo = j
+                                window = min(window * 2, BULK_WINDOW_MAX)
+                                if time.process_time() - t0 > budget:
+                                    raise RuleTimeout(self.id)
+                                continue
                     body = lines[j] if prefix is None or not prefix[j] else lines[j][prefix[j]:]
                     if not body or body.isspace():
                         blanks += 1
@@ -566,6 +709,29 @@ class LineBlockRule(CompiledRule):
             out.append((a, b, first, last, spec.long_trace))
             covered_until = last
         return out
+
+
+BULK_AFTER = 32  # continuation lines searched one by one before a block is classified in windows
+BULK_WINDOW = 256  # lines in a block's first classified window; each next one doubles, up to
+BULK_WINDOW_MAX = 16_384
+BULK_START_MIN = 64  # candidate lines from which the start pattern is tried a chunk at a time
+BULK_START_CHUNK = 256
+
+
+CONT, BLANK, END = 1, 2, 3  # classes of a line inside a block (LineBlockRule._window)
+_NOT_CONT = lazy_re(b"[^\x01]").search  # the first line of a window, from k, that is not CONT
+
+
+def _line_marks(bodies: list[str], pats: tuple, budget: float) -> list[bytes] | None:
+    """For each compiled whole-line pattern (``linelocal.whole_line``, MULTILINE), one byte per
+    line of ``bodies`` (no newline in any): 1 where it matches the line, found in one pass over
+    the lines joined. None when the text holds the mark character."""
+    from .linelocal import LINE_MARK, marks
+
+    text = "\n".join(bodies)
+    if LINE_MARK in text:
+        return None
+    return [marks(p, text, len(bodies), budget) for p in pats]
 
 
 def _branch_table(pattern: str, flags: int) -> list[list] | None:
