@@ -26,7 +26,7 @@ import time
 from bisect import bisect_left, bisect_right
 from functools import cached_property, lru_cache
 from itertools import accumulate
-from operator import add, not_, or_
+from operator import add, itemgetter, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RuleTimeout
@@ -80,7 +80,7 @@ class TextView:
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         sample = self.lines[:5]
         if any(map(ci_prefixed, sample)):
-            self.prefix = [_ci_prefix(line) for line in self.lines]
+            self.prefix = list(map(_ci_prefix, self.lines))
         # a fuzzing engine's log prefix in front of the target's own output (Centipede's
         # 'CRASH LOG: '): rules see the sanitizer report as the target printed it
         for tag in ENGINE_PREFIXES:
@@ -489,23 +489,28 @@ class LineBlockRule(CompiledRule):
         ncont = len(spec.continue_)
         return comp[0], comp[1:1 + ncont], comp[1 + ncont] if spec.end else None
 
-    def _start_marks(self, view: TextView, cand: list[int], n: int, covered_until: int, budget: float,
-                     memo: dict[str, int]) -> dict[int, int] | None:
-        """Whether the start pattern matches (1 or 0), for the uncovered candidate lines of the
-        chunk that begins at ``cand[n]`` (lines of at most 4096 characters; longer ones are left
-        to the line-by-line search), in one line-local pass over the lines not seen before
-        (``memo``: line body -> 0/1); None if not possible."""
+    def _start_marks(self, view: TextView, sub: Iterable[int], budget: float, memo: dict[str, int]) -> bytes | None:
+        """For the candidate lines ``sub`` (a chunk of them, ascending), one byte each: 1 where the
+        start pattern matches, 0 where it does not, 2 for a line of more than 4096 characters
+        (left to the line-by-line search). The lines not seen before (``memo``: line body ->
+        0/1) are searched in one line-local pass; None if not possible."""
         lines = view.lines
         pre = view.prefix
-        idx = [i for i in cand[n:n + BULK_START_CHUNK] if i > covered_until and len(lines[i]) <= 4096]
-        bodies = [lines[i] for i in idx] if pre is None else [lines[i][pre[i]:] if pre[i] else lines[i] for i in idx]
-        new = [b for b in dict.fromkeys(bodies) if b not in memo]
+        sub = list(sub)
+        bodies = [lines[i] for i in sub] if len(sub) < 2 else list(itemgetter(*sub)(lines))
+        if pre is not None:
+            bodies = [x[k:] if k else x for x, k in zip(bodies, [pre[i] for i in sub])]
+        longest = max(map(len, bodies))
+        todo = bodies if longest <= 4096 else [x for x in bodies if len(x) <= 4096]
+        new = [x for x in dict.fromkeys(todo) if x not in memo]
         if new:
             got = _line_marks(new, (self._whole_lines[0],), budget)  # type: ignore[index]
             if got is None:
                 return None
             memo.update(zip(new, got[0]))
-        return dict(zip(idx, map(memo.__getitem__, bodies)))
+        if longest <= 4096:
+            return bytes(map(memo.__getitem__, bodies))
+        return bytes(memo[x] if len(x) <= 4096 else 2 for x in bodies)
 
     def _window(self, view: TextView, lo: int, hi: int, budget: float, memo: dict[str, int]) -> bytes | None:
         """The class of each line lo..hi-1, one byte each, as the line-by-line loop decides it:
@@ -552,8 +557,9 @@ class LineBlockRule(CompiledRule):
         text_end = len(view.text) + 1  # where a line after the last one would start
         # many candidate lines (a long trace): the start pattern is tried on a chunk of them at once
         chunked = len(cand) >= BULK_START_MIN and self._whole_lines is not None
-        marked: dict[int, int] = {}
-        chunk_end = 0
+        marked = b""  # the start pattern on the chunk of candidates cand[chunk_lo:chunk_end]
+        chunk_lo = chunk_end = 0
+        chunk = BULK_START_CHUNK
         start_memo: dict[str, int] = {}  # line body -> does the start pattern match (1/0)
         line_memo: dict[str, int] = {}  # line body -> its class in a block (see _window)
         ncand = len(cand)
@@ -568,14 +574,29 @@ class LineBlockRule(CompiledRule):
             if n & 127 == 127 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             try:
-                if chunked and n >= chunk_end:
-                    got = self._start_marks(view, cand, n, covered_until, budget, start_memo)  # type: ignore[arg-type]
-                    if got is None:
-                        chunked = False
-                    else:
-                        marked = got
-                    chunk_end = n + BULK_START_CHUNK
-                hit = marked.get(i) if chunked else None
+                hit = None
+                if chunked:
+                    if n >= chunk_end:
+                        chunk_end = min(ncand, n + chunk)
+                        chunk = min(chunk * 2, BULK_START_CHUNK_MAX)  # no block start yet: longer chunks
+                        got = self._start_marks(view, cand[n:chunk_end], budget, start_memo)
+                        if time.process_time() - t0 > budget:
+                            raise RuleTimeout(self.id)
+                        if got is None:
+                            chunked = False
+                        else:
+                            marked, chunk_lo = got, n
+                    if chunked:
+                        # on to the next candidate of the chunk that starts a block (or may)
+                        m = _NOT_ZERO(marked, n - chunk_lo)
+                        if m is None:
+                            nxt_n = chunk_end
+                            continue
+                        if chunk_lo + m.start() != n:
+                            nxt_n = chunk_lo + m.start()
+                            continue
+                        hit = True if marked[n - chunk_lo] == 1 else None
+                        chunk = BULK_START_CHUNK
                 if hit is None:
                     head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
                     hit = (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is not None
@@ -715,11 +736,13 @@ BULK_AFTER = 32  # continuation lines searched one by one before a block is clas
 BULK_WINDOW = 256  # lines in a block's first classified window; each next one doubles, up to
 BULK_WINDOW_MAX = 16_384
 BULK_START_MIN = 64  # candidate lines from which the start pattern is tried a chunk at a time
-BULK_START_CHUNK = 256
+BULK_START_CHUNK = 256  # candidates in a chunk after a block start; doubling while none starts, up to
+BULK_START_CHUNK_MAX = 8192
 
 
 CONT, BLANK, END = 1, 2, 3  # classes of a line inside a block (LineBlockRule._window)
 _NOT_CONT = lazy_re(b"[^\x01]").search  # the first line of a window, from k, that is not CONT
+_NOT_ZERO = lazy_re(b"[^\x00]").search  # the first candidate of a chunk, from k, that may start a block
 
 
 def _line_marks(bodies: list[str], pats: tuple, budget: float) -> list[bytes] | None:
