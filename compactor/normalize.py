@@ -7,7 +7,7 @@ only its final state. The original bytes are what the store keeps.
 
 from __future__ import annotations
 
-from .lazyre import lazy_regex
+from .lazyre import lazy_re, lazy_regex
 
 __all__ = ["CI_PREFIX", "ci_prefixed", "normalize", "normalize_block", "normalize_line", "strip_ansi"]
 
@@ -53,16 +53,25 @@ def _redraw(line: str) -> str:
 _ANSI_LINES = lazy_regex(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b\n]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
+# a line whose only '\r' ends it: all of it if it is blank (str.isspace is re's \s), else the '\r'
+_CRLF_ONLY = lazy_re(r"(?m)^[^\S\n]*\r$|\r$")
+
+
 def normalize_block(text: str) -> tuple[str, list[str]]:
     """``normalize_line`` on every line of ``text`` (lines joined by ``\\n``): (the normalised
     lines joined again, the lines). The ANSI escapes of all lines go in one pass."""
     if "\x1b" in text:
         text = _ANSI_LINES.sub("", text)
-    lines = text.split("\n")
     if "\r" in text:
-        lines = [_redraw(x) if "\r" in x else x for x in lines]
-        text = "\n".join(lines)
-    return text, lines
+        ncr = text.count("\r")
+        if ncr == text.count("\r\n") + text.endswith("\r"):
+            # CRLF endings only (every '\r' ends its line): blank lines become empty, the others
+            # lose the '\r', in one substitution
+            text = _CRLF_ONLY.sub("", text)
+        else:
+            lines = [_redraw(x) if "\r" in x else x for x in text.split("\n")]
+            return "\n".join(lines), lines
+    return text, text.split("\n")
 
 
 def normalize(text: str) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, bisect_right
 from functools import cached_property, lru_cache
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import add, itemgetter, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
@@ -473,27 +473,11 @@ class LineBlockRule(CompiledRule):
                 return True
         return False
 
-    @cached_property
-    def _whole_lines(self) -> tuple | None:
-        """The start, continue and end patterns in their line-local whole-line forms
-        (``linelocal.whole_line``), compiled MULTILINE: (start, [continue...], end or None), or
-        None when one of them cannot be made line-local (the block is then searched line by line)."""
-        from .linelocal import whole_line
-
-        spec = self.spec
-        forms = [whole_line(p) for p in (spec.start, *spec.continue_, *([spec.end] if spec.end else []))]
-        if any(f is None for f in forms):
-            return None
-        multi = FLAG_NAMES["MULTILINE"]
-        comp = [_compile(f, multi) for f in forms]  # type: ignore[arg-type]
-        ncont = len(spec.continue_)
-        return comp[0], comp[1:1 + ncont], comp[1 + ncont] if spec.end else None
-
-    def _start_marks(self, view: TextView, sub: Iterable[int], budget: float, memo: dict[str, int]) -> bytes | None:
+    def _start_marks(self, view: TextView, sub: Iterable[int], memo: dict[str, int]) -> bytes:
         """For the candidate lines ``sub`` (a chunk of them, ascending), one byte each: 1 where the
         start pattern matches, 0 where it does not, 2 for a line of more than 4096 characters
-        (left to the line-by-line search). The lines not seen before (``memo``: line body ->
-        0/1) are searched in one line-local pass; None if not possible."""
+        (left to the line-by-line search with its time limit). Each line body is searched once
+        (``memo``: body -> 0/1; the frames of a recursion repeat), the searches called from C."""
         lines = view.lines
         pre = view.prefix
         sub = list(sub)
@@ -504,40 +488,40 @@ class LineBlockRule(CompiledRule):
         todo = bodies if longest <= 4096 else [x for x in bodies if len(x) <= 4096]
         new = [x for x in dict.fromkeys(todo) if x not in memo]
         if new:
-            got = _line_marks(new, (self._whole_lines[0],), budget)  # type: ignore[index]
-            if got is None:
-                return None
-            memo.update(zip(new, got[0]))
+            memo.update(zip(new, map(bool, map(self.start.search, new))))  # a match is true
         if longest <= 4096:
             return bytes(map(memo.__getitem__, bodies))
         return bytes(memo[x] if len(x) <= 4096 else 2 for x in bodies)
 
-    def _window(self, view: TextView, lo: int, hi: int, budget: float, memo: dict[str, int]) -> bytes | None:
-        """The class of each line lo..hi-1, one byte each, as the line-by-line loop decides it:
-        BLANK first, then END (the end pattern), then CONT (a continue pattern), else 0. Lines
-        not seen before (``memo``: line body -> class) are classified in one line-local pass per
-        pattern; None if not possible."""
+    def _window(self, view: TextView, lo: int, hi: int, memo: dict[str, int]) -> bytes:
+        """The class of each line lo..hi-1 (each at most 4096 characters), one byte each, as the
+        line-by-line loop decides it: BLANK first, then END (the end pattern matches), then CONT
+        (a continue pattern does), else 0. Each line body is classified once (``memo``: body ->
+        class), by the same searches, called from C."""
         lines = view.lines
         pre = view.prefix
         if pre is None:
             bodies = lines[lo:hi]
         else:
             bodies = [x[k:] if k else x for x, k in zip(lines[lo:hi], pre[lo:hi])]
-        new = [b for b in dict.fromkeys(bodies) if b not in memo]
+        new = [x for x in dict.fromkeys(bodies) if x not in memo]
         if new:
-            _start, cont, end = self._whole_lines  # type: ignore[misc]
-            got = _line_marks(new, tuple(cont) + ((end,) if end is not None else ()), budget)
-            if got is None:
-                return None
-            m = len(new)
-            blank = int.from_bytes(bytes(map(or_, map(not_, new), map(str.isspace, new))), "big")
-            c = 0
-            for flags in got[:len(cont)]:
-                c |= int.from_bytes(flags, "big")
-            e = int.from_bytes(got[-1], "big") & ~blank if end is not None else 0
-            c &= ~blank & ~e
-            # one class per byte (the three are exclusive: no carry between bytes)
-            memo.update(zip(new, (blank * BLANK + e * END + c * CONT).to_bytes(m, "big")))
+            blank = list(map(or_, map(not_, new), map(str.isspace, new)))
+            cls = [BLANK if b else 0 for b in blank]
+            rest = [k for k, b in enumerate(blank) if not b]  # the lines still to classify
+            if self.end is not None:
+                ends = list(map(bool, map(self.end.search, [new[k] for k in rest])))
+                for k in compress(rest, ends):
+                    cls[k] = END
+                rest = [k for k, e in zip(rest, ends) if not e]
+            for search in self._cont_search:  # a line matched by one pattern is not searched again
+                if not rest:
+                    break
+                found = list(map(bool, map(search, [new[k] for k in rest])))
+                for k in compress(rest, found):
+                    cls[k] = CONT
+                rest = [k for k, f in zip(rest, found) if not f]
+            memo.update(zip(new, cls))
         return bytes(map(memo.__getitem__, bodies))
 
     def find(self, view: TextView, budget: float):
@@ -556,7 +540,7 @@ class LineBlockRule(CompiledRule):
         starts = view.starts
         text_end = len(view.text) + 1  # where a line after the last one would start
         # many candidate lines (a long trace): the start pattern is tried on a chunk of them at once
-        chunked = len(cand) >= BULK_START_MIN and self._whole_lines is not None
+        chunked = len(cand) >= BULK_START_MIN
         marked = b""  # the start pattern on the chunk of candidates cand[chunk_lo:chunk_end]
         chunk_lo = chunk_end = 0
         chunk = BULK_START_CHUNK
@@ -579,24 +563,19 @@ class LineBlockRule(CompiledRule):
                     if n >= chunk_end:
                         chunk_end = min(ncand, n + chunk)
                         chunk = min(chunk * 2, BULK_START_CHUNK_MAX)  # no block start yet: longer chunks
-                        got = self._start_marks(view, cand[n:chunk_end], budget, start_memo)
+                        marked, chunk_lo = self._start_marks(view, cand[n:chunk_end], start_memo), n
                         if time.process_time() - t0 > budget:
                             raise RuleTimeout(self.id)
-                        if got is None:
-                            chunked = False
-                        else:
-                            marked, chunk_lo = got, n
-                    if chunked:
-                        # on to the next candidate of the chunk that starts a block (or may)
-                        m = _NOT_ZERO(marked, n - chunk_lo)
-                        if m is None:
-                            nxt_n = chunk_end
-                            continue
-                        if chunk_lo + m.start() != n:
-                            nxt_n = chunk_lo + m.start()
-                            continue
-                        hit = True if marked[n - chunk_lo] == 1 else None
-                        chunk = BULK_START_CHUNK
+                    # on to the next candidate of the chunk that starts a block (or may)
+                    m = _NOT_ZERO(marked, n - chunk_lo)
+                    if m is None:
+                        nxt_n = chunk_end
+                        continue
+                    if chunk_lo + m.start() != n:
+                        nxt_n = chunk_lo + m.start()
+                        continue
+                    hit = True if marked[n - chunk_lo] == 1 else None
+                    chunk = BULK_START_CHUNK
                 if hit is None:
                     head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
                     hit = (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is not None
@@ -632,7 +611,6 @@ class LineBlockRule(CompiledRule):
                 cont_search = self._cont_search
                 lo = hi = 0  # the classified window: lines lo..hi-1
                 window = BULK_WINDOW
-                bulk = True
                 while not ended and j < nlines and j - first < spec.max_lines and size < spec.max_bytes:
                     if lo <= j < hi:
                         k = j - lo
@@ -667,7 +645,7 @@ class LineBlockRule(CompiledRule):
                         size += len(lines[j]) + 1
                         j += 1
                         continue
-                    if bulk and j - i > BULK_AFTER:
+                    if j - i > BULK_AFTER:
                         cap = min(nlines, j + window, first + spec.max_lines)
                         hi = cap
                         if max(map(len, lines[j:cap])) > 4096:  # short lines only (long ones: line by line)
@@ -675,17 +653,12 @@ class LineBlockRule(CompiledRule):
                             while hi < cap and len(lines[hi]) <= 4096:
                                 hi += 1
                         if hi > j:
-                            got = self._window(view, j, hi, budget, line_memo)
-                            if got is None:
-                                bulk = False
-                                hi = 0
-                            else:
-                                w_cls = got
-                                lo = j
-                                window = min(window * 2, BULK_WINDOW_MAX)
-                                if time.process_time() - t0 > budget:
-                                    raise RuleTimeout(self.id)
-                                continue
+                            w_cls = self._window(view, j, hi, line_memo)
+                            lo = j
+                            window = min(window * 2, BULK_WINDOW_MAX)
+                            if time.process_time() - t0 > budget:
+                                raise RuleTimeout(self.id)
+                            continue
                     body = lines[j] if prefix is None or not prefix[j] else lines[j][prefix[j]:]
                     if not body or body.isspace():
                         blanks += 1
@@ -743,18 +716,6 @@ BULK_START_CHUNK_MAX = 8192
 CONT, BLANK, END = 1, 2, 3  # classes of a line inside a block (LineBlockRule._window)
 _NOT_CONT = lazy_re(b"[^\x01]").search  # the first line of a window, from k, that is not CONT
 _NOT_ZERO = lazy_re(b"[^\x00]").search  # the first candidate of a chunk, from k, that may start a block
-
-
-def _line_marks(bodies: list[str], pats: tuple, budget: float) -> list[bytes] | None:
-    """For each compiled whole-line pattern (``linelocal.whole_line``, MULTILINE), one byte per
-    line of ``bodies`` (no newline in any): 1 where it matches the line, found in one pass over
-    the lines joined. None when the text holds the mark character."""
-    from .linelocal import LINE_MARK, marks
-
-    text = "\n".join(bodies)
-    if LINE_MARK in text:
-        return None
-    return [marks(p, text, len(bodies), budget) for p in pats]
 
 
 def _branch_table(pattern: str, flags: int) -> list[list] | None:
