@@ -17,6 +17,8 @@ Every figure is a ratio against a baseline measured in the same run:
 
     python benchmarks/bench_session.py            # -> benchmarks/out/session.json
     python benchmarks/bench_session.py --quick    # smaller (smoke)
+    python benchmarks/bench_session.py --stages   # only: median time per stage of a session turn
+    python benchmarks/bench_session.py --profile  # only: cProfile of the session replay (top functions)
 """
 
 from __future__ import annotations
@@ -105,6 +107,66 @@ def replay(conv: list[dict[str, Any]], *, stateless: bool, reps: int, from_turn:
     return _summary(turn_t, dumps_t)
 
 
+def _timed_session(conv: list[dict[str, Any]], reps: int, times: dict[str, list[float]]) -> None:
+    """Replay ``conv`` in a session ``reps`` times, adding each stage's time per turn to ``times``
+    (``read`` includes the session's incremental read of the new message)."""
+    import compactor
+
+    for _ in range(reps):
+        comp = compactor.Compactor()
+        comp.compact([{"role": "user", "content": "warm-up"}])
+        for name, fn in list(comp.stages.items()):
+            def wrapped(state, fn=fn, name=name):
+                t0 = time.perf_counter()
+                fn(state)
+                turn[name] = turn.get(name, 0.0) + time.perf_counter() - t0
+            comp.stages[name] = wrapped
+        session = compactor.Session(comp)
+        doc_fn = session._document
+
+        def document(config, doc_fn=doc_fn):
+            t0 = time.perf_counter()
+            out = doc_fn(config)
+            turn["read"] = turn.get("read", 0.0) + time.perf_counter() - t0
+            return out
+        session._document = document
+        for m in conv:
+            turn: dict[str, float] = {}
+            t0 = time.perf_counter()
+            session.append(m)
+            session.compact()
+            turn["total"] = time.perf_counter() - t0
+            turn["other"] = turn["total"] - sum(v for k, v in turn.items() if k != "total")
+            for k, v in turn.items():
+                times.setdefault(k, []).append(v)
+
+
+def stage_medians(conv: list[dict[str, Any]], reps: int) -> dict[str, float]:
+    """Median microseconds per stage of a session turn (replayed ``reps`` times)."""
+    times: dict[str, list[float]] = {}
+    _timed_session(conv, reps, times)
+    return {k: round(_pct(v, .5) * 1e6, 1) for k, v in times.items()}
+
+
+def profile(conv: list[dict[str, Any]], reps: int, top: int = 40) -> None:
+    import cProfile
+    import pstats
+
+    import compactor
+
+    compactor.Compactor().compact([{"role": "user", "content": "warm-up"}])
+    prof = cProfile.Profile()
+    for _ in range(reps):
+        comp = compactor.Compactor()
+        comp.compact([{"role": "user", "content": "warm-up"}])
+        session = compactor.Session(comp)
+        for m in conv:
+            session.append(m)
+            prof.runcall(session.compact)
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
 def prefix_share(conv: list[dict[str, Any]], **options) -> dict[str, Any]:
     """Share of turns whose serialised output extends the previous one, and of output tokens
     that are a reused prefix, when compacting after every message."""
@@ -164,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--corpus", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=HERE / "out" / "session.json")
+    ap.add_argument("--stages", action="store_true", help="only print the median time per stage of a session turn")
+    ap.add_argument("--profile", action="store_true", help="only print a cProfile of the session replay")
+    ap.add_argument("--long", action="store_true", help="with --stages/--profile: the 337-message replay")
     args = ap.parse_args(argv)
     from evaluate import default_corpus
 
@@ -172,6 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     source, conv = conversation(corpus)
     if args.quick:
         conv = conv[:30]
+    if args.stages or args.profile:
+        run = repeated(conv, 4) if args.long else conv
+        if args.stages:
+            print(json.dumps({"source": source, "messages": len(run), "median_us": stage_medians(run, 3)}, indent=1))
+        if args.profile:
+            profile(run, 3)
+        return 0
     reps = 1 if args.quick else 3
     res: dict[str, Any] = {"source": source, "messages": len(conv)}
     res["session"] = replay(conv, stateless=False, reps=reps)
