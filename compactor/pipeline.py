@@ -140,6 +140,7 @@ class PipelineState:
     writer: Callable[[Document, Edits], Any] | None = None  # a session's incremental writer
     llm_report: dict[str, Any] | None = None
     result: CompactionResult | None = None
+    _spans_for: tuple | None = field(default=None, repr=False)  # what the span memo was last brought up to date with
 
     @property
     def segments(self) -> list[Segment]:
@@ -173,7 +174,13 @@ class PipelineState:
             return None
         memo = conv.memo("span_memo", _SpanMemo)
         segs = self.doc.segments
-        memo.update(segs, segment_index(conv, segs).ids, self.outcomes)
+        # brought up to date once per compaction: after the Level 1 stage no stage writes the
+        # outcomes (checked again only if the segment list or the outcomes dict was swapped)
+        seen = self._spans_for
+        if seen is None or seen[0] is not segs or seen[1] is not self.outcomes or seen[2] != len(segs) \
+                or seen[3] != len(self.outcomes):
+            memo.update(segs, segment_index(conv, segs).ids, self.outcomes)
+            self._spans_for = (segs, self.outcomes, len(segs), len(self.outcomes))
         return memo
 
 

@@ -176,7 +176,9 @@ class HardenMemo:
         self.calls_failed: set[str] = set()  # call ids left verbatim because an output of theirs failed
         self.failing: dict[str, tuple] = {}  # segment id -> (segment, spans, failing)
         self.digests: dict[str, tuple] = {}  # segment id -> (segment, chars, exact digest, shape digest)
-        self._fail: tuple[list, list, list[bool]] = ([], [], [])  # failed_calls' last answer per output
+        # failed_calls' last answer: (outputs, their outcomes, failing or not per output, call id ->
+        # how many of its outputs fail)
+        self._fail: tuple[list, list, list[bool], dict[str, int]] = ([], [], [], {})
 
     def reset(self, tag: Any) -> None:
         failing, digests, fail = self.failing, self.digests, self._fail
@@ -187,17 +189,34 @@ class HardenMemo:
     def failed_calls(self, results: list, outcomes: list) -> set[str]:
         """The call ids of which a tool output fails (``results`` with their Level 1
         ``outcomes``); only the outputs whose outcome changed since the last call are judged again."""
-        prev_res, prev_outs, flags = self._fail
+        prev_res, prev_outs, flags, counts = self._fail
         n = len(prev_res)
         if not (n <= len(results) and all(map(operator.is_, prev_res, results))):
-            n, flags = 0, []
-        flags = flags[:n]
+            n, flags, counts = 0, [], {}
+
+        def judge(i: int) -> bool:
+            return bool(results[i].call_id) and self.is_failing(results[i], outcomes[i])
+
+        def count(i: int, step: int) -> None:
+            cid = results[i].call_id
+            c = counts.get(cid, 0) + step
+            if c:
+                counts[cid] = c
+            else:
+                counts.pop(cid, None)
+
         for i in changed(prev_outs[:n], outcomes):
-            flags[i] = bool(results[i].call_id) and self.is_failing(results[i], outcomes[i])
+            new = judge(i)
+            if new != flags[i]:
+                count(i, 1 if new else -1)
+                flags[i] = new
         for i in range(n, len(results)):
-            flags.append(bool(results[i].call_id) and self.is_failing(results[i], outcomes[i]))
-        self._fail = (list(results), outcomes, flags)
-        return {s.call_id for s in compress(results, flags)}
+            new = judge(i)
+            flags.append(new)
+            if new:
+                count(i, 1)
+        self._fail = (list(results), outcomes, flags, counts)
+        return set(counts)
 
     def digest(self, seg) -> tuple[int, str, bytes]:
         """(normalised length, digest of the normalised text, digest of its shape) of a tool
