@@ -17,7 +17,7 @@ Every figure is a ratio against a baseline measured in the same run:
 
     python benchmarks/bench_session.py            # -> benchmarks/out/session.json
     python benchmarks/bench_session.py --quick    # smaller (smoke)
-    python benchmarks/bench_session.py --stages   # only: median time per stage of a session turn
+    python benchmarks/bench_session.py --stages   # only: median CPU time per stage of a session turn
     python benchmarks/bench_session.py --profile  # only: cProfile of the session replay (top functions)
 """
 
@@ -109,40 +109,44 @@ def replay(conv: list[dict[str, Any]], *, stateless: bool, reps: int, from_turn:
 
 def _timed_session(conv: list[dict[str, Any]], reps: int, times: dict[str, list[float]]) -> None:
     """Replay ``conv`` in a session ``reps`` times, adding each stage's time per turn to ``times``
-    (``read`` includes the session's incremental read of the new message)."""
+    (``read`` includes the session's incremental read of the new message). The times are CPU time
+    of this thread (``time.thread_time``): a breakdown that other processes on a busy machine do
+    not blur."""
     import compactor
+
+    clock = time.thread_time
 
     for _ in range(reps):
         comp = compactor.Compactor()
         comp.compact([{"role": "user", "content": "warm-up"}])
         for name, fn in list(comp.stages.items()):
             def wrapped(state, fn=fn, name=name):
-                t0 = time.perf_counter()
+                t0 = clock()
                 fn(state)
-                turn[name] = turn.get(name, 0.0) + time.perf_counter() - t0
+                turn[name] = turn.get(name, 0.0) + clock() - t0
             comp.stages[name] = wrapped
         session = compactor.Session(comp)
         doc_fn = session._document
 
         def document(config, doc_fn=doc_fn):
-            t0 = time.perf_counter()
+            t0 = clock()
             out = doc_fn(config)
-            turn["read"] = turn.get("read", 0.0) + time.perf_counter() - t0
+            turn["read"] = turn.get("read", 0.0) + clock() - t0
             return out
         session._document = document
         for m in conv:
             turn: dict[str, float] = {}
-            t0 = time.perf_counter()
+            t0 = clock()
             session.append(m)
             session.compact()
-            turn["total"] = time.perf_counter() - t0
+            turn["total"] = clock() - t0
             turn["other"] = turn["total"] - sum(v for k, v in turn.items() if k != "total")
             for k, v in turn.items():
                 times.setdefault(k, []).append(v)
 
 
 def stage_medians(conv: list[dict[str, Any]], reps: int) -> dict[str, float]:
-    """Median microseconds per stage of a session turn (replayed ``reps`` times)."""
+    """Median microseconds of CPU time per stage of a session turn (replayed ``reps`` times)."""
     times: dict[str, list[float]] = {}
     _timed_session(conv, reps, times)
     return {k: round(_pct(v, .5) * 1e6, 1) for k, v in times.items()}

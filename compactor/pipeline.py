@@ -263,6 +263,11 @@ class Compactor:
             options["store"] = str(store)
             store = None
         self.config = make_config(config, **options)
+        # the stages' module-level patterns are rebuilt from the engine's cached programs on first use
+        from .engine.programs import compile_pattern
+        from .lazyre import use_compiler
+
+        use_compiler("regex", compile_pattern)
         self.ruleset = load_rules(list(self.config.rules))
         self.detector = Detector(self.ruleset)
         self.classifier = Classifier(self.ruleset.records("classify"))
