@@ -83,7 +83,7 @@ class Conversation:
         self.harden_memo = None  # Level 1's older-output pass, resumed on the settled prefix
         self.text_memo = None  # the self-check's normalised texts
         self.bound_memo = None  # (bound, the anchor, its bounded form) of the last compaction
-        self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction
+        self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction (the maps grow in place)
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
         self.tokens_before = None  # (segments, their tokens) of the last compaction
         self.continuation_memo = None  # what the continuation check read of each segment
@@ -386,8 +386,10 @@ class Compactor:
         held = getattr(state.conversation, "detect_memo", None)
         if held is not None and held[0] == state.cache_tag and _same_prefix(held[1], segs):
             start = len(held[1])
-            state.normalized.update(held[2])
-            state.detections.update(held[3])
+            # the conversation's maps, extended in place with the new segments (no stage writes
+            # an entry of a segment seen before)
+            state.normalized = held[2]
+            state.detections = held[3]
         for seg in segs[start:] if start else segs:
             if seg.kind == SegmentKind.tool_call:
                 continue  # the action always stays verbatim: nothing to protect or collapse in it
@@ -411,9 +413,9 @@ class Compactor:
             if len(memo) > CACHE_SIZE:
                 memo.popitem(last=False)
         state.todo = []
-        if state.conversation is not None:
-            state.conversation.detect_memo = (state.cache_tag, list(state.segments), dict(state.normalized),
-                                              dict(state.detections))
+        conv = state.conversation
+        if conv is not None:  # the maps (the memo's own, or fresh ones) are the conversation's from now on
+            conv.detect_memo = (state.cache_tag, list(state.segments), state.normalized, state.detections)
 
     def _stage_level1(self, state: PipelineState) -> None:
         cfg = state.config
