@@ -41,6 +41,7 @@ STAGES: tuple[str, ...] = ("read", "normalise", "detect", "level1", "anchor", "b
                            "redact", "write")
 REQUIRED_STAGES = frozenset({"read", "write"})
 CACHE_SIZE = 20_000
+COUNT_CACHE_SIZE = 4096  # token counts a conversation keeps by text (see Compactor._counter_for)
 
 
 def collapse_boundary(results: int, keep_recent: int, batch: int = 1) -> int:
@@ -92,6 +93,7 @@ class Conversation:
         self.count_memo = None  # (the written texts, their token counts) of the last compaction
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
         self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
+        self.count_cache = None  # text -> its token count (the last few thousand counted)
 
     def memo(self, name: str, make):
         """The conversation's memo NAME (one of the fields above), made by ``make()`` the first time."""
@@ -354,10 +356,28 @@ class Compactor:
         start, total = 0, 0
         if held is not None and _same_prefix(held[0], segs):
             start, total = len(held[0]), held[1]
-        total += sum(self.counter.count(s.text) for s in segs[start:])
+        total += sum(map(self._counter_for(conv), [s.text for s in segs[start:]]))
         if conv is not None:
             conv.tokens_before = (list(segs), total)
         return total
+
+    def _counter_for(self, conv: "Conversation | None") -> Callable[[str], int]:
+        """The token count, remembering a conversation's last few thousand counts by text (a new
+        message is counted as read and, unchanged, as written: once)."""
+        if conv is None:
+            return self.counter.count
+        cache = conv.memo("count_cache", dict)
+        count = self.counter.count
+
+        def counted(text: str) -> int:
+            n = cache.get(text)
+            if n is None:
+                if len(cache) >= COUNT_CACHE_SIZE:
+                    cache.clear()
+                n = cache[text] = count(text)
+            return n
+
+        return counted
 
     def _count_pieces(self) -> Callable[[str], int]:
         """The token count for texts re-rendered every turn (the anchor): piece by piece, cached."""
@@ -625,7 +645,7 @@ class Compactor:
         messages = writer(doc, edits)
         if in_place:
             doc.disposable = False  # its data is the output now
-        count = self.counter.count
+        count = self._counter_for(conv)
         before = self._tokens_before(state)
         # the tokens of every text, counted again only where the text changed since the last turn
         held = getattr(conv, "count_memo", None)
