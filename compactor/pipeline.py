@@ -16,7 +16,6 @@ for every :meth:`Compactor.compact` call, a lasting one in a :class:`~compactor.
 
 from __future__ import annotations
 
-import operator
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -84,9 +83,9 @@ class Conversation:
         self.harden_memo = None  # Level 1's older-output pass, resumed on the settled prefix
         self.text_memo = None  # the self-check's normalised texts
         self.bound_memo = None  # (bound, the anchor, its bounded form) of the last compaction
-        self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction (the maps grow in place)
+        self.detect_memo = None  # (tag, the segments' SegmentIndex.mark, normalised texts, detections) of the last compaction (the maps grow in place)
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
-        self.tokens_before = None  # (segments, their tokens) of the last compaction
+        self.tokens_before = None  # (the segments' SegmentIndex.mark, their tokens) of the last compaction
         self.continuation_memo = None  # what the continuation check read of each segment
         self.span_memo = None  # the protected spans, per segment
         self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
@@ -228,11 +227,6 @@ def _span_order(sp: Span) -> tuple:
     return (sp.start, sp.rule_id)
 
 
-def _same_prefix(old: list, new: list) -> bool:
-    """Are the objects of ``old`` the first ones of ``new`` (the same objects, in order)?"""
-    return len(old) <= len(new) and all(map(operator.is_, old, new))
-
-
 class _Level1Memo:
     """A conversation's last Level 1 pass: per-segment outcomes and where each segment's
     diagnostics and placeholders end (counted from the stage's own first one)."""
@@ -240,7 +234,7 @@ class _Level1Memo:
     def __init__(self, tag: tuple, boundary: int):
         self.tag = tag
         self.boundary = boundary
-        self.segs: list[Segment] = []
+        self.mark: tuple[int, int] | None = None  # the segments it holds (SegmentIndex.mark)
         self.outcomes: dict[str, SegmentOutcome] = {}
         self.texts: dict[str, str] = {}
         self.diagnostics: list[Diagnostic] = []
@@ -354,11 +348,12 @@ class Compactor:
         conv = state.conversation
         held = getattr(conv, "tokens_before", None)
         start, total = 0, 0
-        if held is not None and _same_prefix(held[0], segs):
-            start, total = len(held[0]), held[1]
+        idx = segment_index(conv, segs) if conv is not None else None
+        if held is not None and idx is not None and idx.extends(held[0]):
+            start, total = held[0][1], held[1]
         total += sum(map(self._counter_for(conv), [s.text for s in segs[start:]]))
-        if conv is not None:
-            conv.tokens_before = (list(segs), total)
+        if idx is not None:
+            conv.tokens_before = (idx.mark(), total)
         return total
 
     def _counter_for(self, conv: "Conversation | None") -> Callable[[str], int]:
@@ -404,8 +399,8 @@ class Compactor:
         segs = state.segments
         start = 0
         held = getattr(state.conversation, "detect_memo", None)
-        if held is not None and held[0] == state.cache_tag and _same_prefix(held[1], segs):
-            start = len(held[1])
+        if held is not None and held[0] == state.cache_tag and segment_index(state.conversation, segs).extends(held[1]):
+            start = held[1][1]
             # the conversation's maps, extended in place with the new segments (no stage writes
             # an entry of a segment seen before)
             state.normalized = held[2]
@@ -435,7 +430,8 @@ class Compactor:
         state.todo = []
         conv = state.conversation
         if conv is not None:  # the maps (the memo's own, or fresh ones) are the conversation's from now on
-            conv.detect_memo = (state.cache_tag, list(state.segments), state.normalized, state.detections)
+            conv.detect_memo = (state.cache_tag, segment_index(conv, state.segments).mark(), state.normalized,
+                                state.detections)
 
     def _stage_level1(self, state: PipelineState) -> None:
         cfg = state.config
@@ -455,8 +451,8 @@ class Compactor:
         held: _Level1Memo | None = getattr(conv, "level1_memo", None)
         tag = (state.cache_tag, apply, prose)
         start = 0
-        if held is not None and held.tag == tag and _same_prefix(held.segs, segs):
-            start = len(held.segs)
+        if held is not None and held.tag == tag and idx.extends(held.mark):
+            start = held.mark[1]
             lo, hi = sorted((held.boundary, boundary))
             if lo < hi and lo < len(results):
                 first = results[lo]
@@ -509,7 +505,7 @@ class Compactor:
                 new.ph_at.append(len(state.placeholders) - p0 + (held.ph_at[start - 1] if start else 0))
                 new.level_at.append(state.level)
         if conv is not None:
-            new.segs = list(segs)
+            new.mark = idx.mark()
             new.outcomes = state.outcomes  # shared: no stage after this one writes the outcomes
             new.texts = dict(state.texts)  # copied: the later stages rewrite texts
             nd = new.diag_at[-1] if new.diag_at else 0
