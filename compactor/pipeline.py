@@ -180,7 +180,7 @@ class PipelineState:
         seen = self._spans_for
         if seen is None or seen[0] is not segs or seen[1] is not self.outcomes or seen[2] != len(segs) \
                 or seen[3] != len(self.outcomes):
-            memo.update(segs, segment_index(conv, segs).ids, self.outcomes)
+            memo.update(segs, segment_index(conv, segs), self.outcomes)
             self._spans_for = (segs, self.outcomes, len(segs), len(self.outcomes))
         return memo
 
@@ -191,7 +191,7 @@ class _SpanMemo:
     turn to turn: nothing to compare by content)."""
 
     def __init__(self) -> None:
-        self.segs: list[Segment] = []
+        self.mark: tuple[int, int] | None = None  # the segments it holds (SegmentIndex.mark)
         self.outs: list[Any] = []
         self.ends: list[int] = []  # spans through each segment
         self.spans: list[Span] = []
@@ -199,11 +199,11 @@ class _SpanMemo:
         self.ordered = True  # every span names its own segment and segment indexes are positions
         self.sorted: list[Span] | None = None  # ``parts`` flattened, while they stay as they are
 
-    def update(self, segs: list[Segment], ids: list[str], outcomes: dict[str, Any]) -> None:
-        outs = list(map(outcomes.get, ids))
-        old_segs, old_outs = self.segs, self.outs
-        n = len(old_segs)
-        k = min([n, len(segs), *changed(old_segs, segs)[:1], *changed(old_outs, outs)[:1]])
+    def update(self, segs: list[Segment], index, outcomes: dict[str, Any]) -> None:
+        outs = list(map(outcomes.get, index.ids))
+        old_outs = self.outs
+        n = len(old_outs) if index.extends(self.mark) else 0
+        k = min([n, len(segs), *changed(old_outs, outs)[:1]]) if n else 0
         if k == n == len(segs):
             return
         end = self.ends[k - 1] if k else 0
@@ -220,7 +220,7 @@ class _SpanMemo:
             if seg.index != i or any(x.segment_id != seg.id for x in sp):
                 self.ordered = False
             self.parts.append(sorted(sp, key=_span_order) if len(sp) > 1 else list(sp))
-        self.segs, self.outs = list(segs), outs
+        self.mark, self.outs = index.mark(), outs
 
 
 def _span_order(sp: Span) -> tuple:

@@ -565,9 +565,14 @@ class _Escalation:
         st = self.state
         if cand is None:  # Level 1 only: the self-check on the raw output
             ids = self.index.update(st.segments).ids
-            kept = dict(zip(ids, map(st.texts.__getitem__, ids)))
-            res = run_selfcheck(st.segments, self.spans, self.full, kept, None, folded=False,
-                                protected=self.protected, memo=self.memo)
+            texts = list(map(st.texts.__getitem__, ids))
+            if self.memo is not None:  # normalised where a text changed since the last turn
+                res = run_selfcheck(st.segments, self.spans, self.full, None, None, folded=False,
+                                    protected=self.protected, memo=self.memo,
+                                    normalized=self.memo.normalize_kept(ids, texts, self.index))
+            else:
+                res = run_selfcheck(st.segments, self.spans, self.full, dict(zip(ids, texts)), None, folded=False,
+                                    protected=self.protected, memo=self.memo)
             anchor = apply_to_anchor(self.full, res.missing, self.full)
             st.anchor = anchor
             if res.missing:
