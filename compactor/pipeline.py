@@ -90,6 +90,7 @@ class Conversation:
         self.span_memo = None  # the protected spans, per segment
         self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
         self.count_memo = None  # (the written texts, their token counts) of the last compaction
+        self.replace_memo = None  # (SegmentIndex.mark, the replaced texts) of a session's last spliced write
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
         self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
         self.count_cache = None  # text -> its token count (the last few thousand counted)
@@ -632,9 +633,26 @@ class Compactor:
         texts = state.texts
         vals = list(map(texts.__getitem__, ids))
         dropped = state.dropped
-        # the texts that are not the original object (found by one identity scan), and of them the changed ones
         orig = idx.texts
-        replace = {ids[i]: vals[i] for i in changed(orig, vals) if vals[i] != orig[i] and ids[i] not in dropped}
+        # the positions whose text is another object than at the last write (the token counts and a
+        # session's replacements are brought up to date there only)
+        held = getattr(conv, "count_memo", None)
+        moved = changed(held[0], vals) if held is not None else None
+        spliced = conv is not None and state.writer is not None and not dropped and not state.summary
+        last = getattr(conv, "replace_memo", None)
+        if conv is not None:
+            conv.replace_memo = None  # (set again below, once this write went through)
+        if spliced and last is not None and held is not None and not idx.rebinds and idx.extends(last[0]) \
+                and last[0][1] == len(held[0]):
+            replace = last[1]
+            for i in chain(moved, range(len(held[0]), len(vals))):
+                if vals[i] != orig[i]:
+                    replace[ids[i]] = vals[i]
+                else:
+                    replace.pop(ids[i], None)
+        else:
+            # the texts that are not the original object (found by one identity scan), and of them the changed ones
+            replace = {ids[i]: vals[i] for i in changed(orig, vals) if vals[i] != orig[i] and ids[i] not in dropped}
         in_place = doc.disposable and state.writer is None
         edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place)
         writer = state.writer or get_format(doc.format).write
@@ -644,16 +662,17 @@ class Compactor:
         count = self._counter_for(conv)
         before = self._tokens_before(state)
         # the tokens of every text, counted again only where the text changed since the last turn
-        held = getattr(conv, "count_memo", None)
         if held is not None:
             counts = held[1][:len(vals)]
-            for i in changed(held[0], vals):
+            for i in moved:
                 counts[i] = count(vals[i])
             counts.extend(map(count, vals[len(counts):]))
         else:
             counts = list(map(count, vals))
         if conv is not None:
             conv.count_memo = (vals, counts)
+            if spliced:
+                conv.replace_memo = (idx.mark(), replace)
         after = sum([c for sid, c in zip(ids, counts) if sid not in dropped] if dropped else counts)
         if state.summary:
             after += count(state.summary)
