@@ -645,16 +645,20 @@ class Compactor:
         if spliced and last is not None and held is not None and not idx.rebinds and idx.extends(last[0]) \
                 and last[0][1] == len(held[0]):
             replace = last[1]
+            touched = set()
             for i in chain(moved, range(len(held[0]), len(vals))):
+                touched.add(ids[i])
                 if vals[i] != orig[i]:
                     replace[ids[i]] = vals[i]
                 else:
                     replace.pop(ids[i], None)
         else:
+            touched = None
             # the texts that are not the original object (found by one identity scan), and of them the changed ones
             replace = {ids[i]: vals[i] for i in changed(orig, vals) if vals[i] != orig[i] and ids[i] not in dropped}
         in_place = doc.disposable and state.writer is None
-        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place)
+        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place,
+                      touched=touched)
         writer = state.writer or get_format(doc.format).write
         messages = writer(doc, edits)
         if in_place:
