@@ -588,7 +588,8 @@ class Compactor:
 
             conv = state.conversation
             memo = None if conv is None else conv.memo("continuation_memo", ContinuationMemo)
-            state.anchor, filled = continuation_check(state.anchor, state.segments, memo)
+            index = None if conv is None else segment_index(conv, state.segments)
+            state.anchor, filled = continuation_check(state.anchor, state.segments, memo, index)
             if filled and state.self_check is not None:
                 state.self_check = state.self_check.model_copy(update={
                     "backfilled": [*state.self_check.backfilled, *(f"continuation:{x}" for x in filled)]})
