@@ -285,7 +285,10 @@ class Compactor:
         conversation = Conversation(self)
         conversation._policy_anchor_cache = self._anchor_memo  # a pure memo (keyed by every segment)
         result = self.run(data, conversation, format=format, **overrides)
-        self._anchor_memo = conversation._policy_anchor_cache
+        memo = conversation._policy_anchor_cache
+        # without the anchor's working state: that is continued (mutated) by the next merge, which
+        # only a conversation of its own may do (calls of one Compactor may run side by side)
+        self._anchor_memo = (*memo[:4], None) if memo is not None and len(memo) == 5 else memo
         return result
 
     def run(self, data: Any, conversation: Conversation, **kw) -> CompactionResult:
