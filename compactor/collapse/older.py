@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from itertools import compress
 from typing import Any
 
 
