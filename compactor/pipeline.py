@@ -83,7 +83,9 @@ class Conversation:
         self.harden_memo = None  # Level 1's older-output pass, resumed on the settled prefix
         self.text_memo = None  # the self-check's normalised texts
         self.bound_memo = None  # (bound, the anchor, its bounded form) of the last compaction
-        self.detect_memo = None  # (tag, the segments' SegmentIndex.mark, normalised texts, detections) of the last compaction (the maps grow in place)
+        # (the segments' SegmentIndex.mark, normalised texts, detections) of the last compaction (the
+        # maps grow in place); detection depends on no per-call option (the detector is the Compactor's)
+        self.detect_memo = None
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
         self.tokens_before = None  # (the segments' SegmentIndex.mark, their tokens) of the last compaction
         self.continuation_memo = None  # what the continuation check read of each segment
@@ -245,6 +247,10 @@ class _Level1Memo:
         self.level_at: list[int] = []
 
 
+# options a Compactor acts on when it is built; a call cannot change them
+BUILD_OPTIONS = ("rules", "encoding", "store")
+
+
 def _detect_key(seg: Segment) -> tuple:
     # spans carry the segment id and step id: both are part of the key
     return (seg.text, seg.role.value, seg.id, seg.step_id)
@@ -281,7 +287,9 @@ class Compactor:
     # ------------------------------------------------------------------ public API
     def compact(self, data: Any, *, format: str = "auto", **overrides) -> CompactionResult:
         """Compact a path, text, bytes, parsed messages or a Document. Stateless: nothing of this
-        conversation is kept for the next call."""
+        conversation is kept for the next call. ``overrides`` are options of this call only; the
+        ones the Compactor acts on when built (``rules``, ``encoding``, ``store``) cannot be changed
+        here (:class:`~compactor.ConfigError`)."""
         conversation = Conversation(self)
         conversation._policy_anchor_cache = self._anchor_memo  # a pure memo (keyed by every segment)
         result = self.run(data, conversation, format=format, **overrides)
@@ -299,6 +307,14 @@ class Compactor:
                   boundary: int | None = None, writer: Callable[[Document, Edits], Any] | None = None,
                   plan: Plan | None = None, **overrides) -> PipelineState:
         config = make_config(self.config, **overrides) if overrides else self.config
+        if config is not self.config:
+            fixed = [f for f in BUILD_OPTIONS if f in overrides and getattr(config, f) != getattr(self.config, f)]
+            if fixed:
+                from .errors import ConfigError
+
+                raise ConfigError(f"option {fixed[0]} is set when the Compactor is built (it compiles the rules, opens "
+                                  f"the store and the tokenizer then): pass it to Compactor(...) or Session(...), "
+                                  f"not to a call")
         state = PipelineState(doc, config, conversation, source=data, format=format, boundary=boundary,
                               writer=writer, plan=plan)
         if config is self.config:
@@ -403,16 +419,16 @@ class Compactor:
         segs = state.segments
         start = 0
         held = getattr(state.conversation, "detect_memo", None)
-        if held is not None and held[0] == state.cache_tag and segment_index(state.conversation, segs).extends(held[1]):
-            start = held[1][1]
+        if held is not None and segment_index(state.conversation, segs).extends(held[0]):
+            start = held[0][1]
             # the conversation's maps, extended in place with the new segments (no stage writes
             # an entry of a segment seen before)
-            state.normalized = held[2]
-            state.detections = held[3]
+            state.normalized = held[1]
+            state.detections = held[2]
         for seg in segs[start:] if start else segs:
             if seg.kind == SegmentKind.tool_call:
                 continue  # the action always stays verbatim: nothing to protect or collapse in it
-            hit = memo.get((state.cache_tag, *_detect_key(seg)))
+            hit = memo.get(_detect_key(seg))
             if hit is not None:
                 state.normalized[seg.id], state.detections[seg.id] = hit
             else:
@@ -428,13 +444,13 @@ class Compactor:
             det = state.level1.detector.detect_view(TextView(norm), role=seg.role.value, segment_id=seg.id,
                                                     step_id=seg.step_id)
             state.detections[seg.id] = det
-            memo[(state.cache_tag, *_detect_key(seg))] = (norm, det)
+            memo[_detect_key(seg)] = (norm, det)
             if len(memo) > CACHE_SIZE:
                 memo.popitem(last=False)
         state.todo = []
         conv = state.conversation
         if conv is not None:  # the maps (the memo's own, or fresh ones) are the conversation's from now on
-            conv.detect_memo = (state.cache_tag, segment_index(conv, state.segments).mark(), state.normalized,
+            conv.detect_memo = (segment_index(conv, state.segments).mark(), state.normalized,
                                 state.detections)
 
     def _stage_level1(self, state: PipelineState) -> None:
