@@ -48,7 +48,7 @@ class TextView(Protocol):
 
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
-__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "gate_fits_hyperscan", "gate_key",
+__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "approx_key", "available_engines", "gate_fits_hyperscan", "gate_key",
            "literal_key", "scan_chunked"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
@@ -88,9 +88,11 @@ class LiteralScanner:
     """Compiled once per set of literals; ``scan(view)`` fills the view's literal cache."""
 
     def __init__(self, literals: list[tuple[str, bool]], engine: str | None = None,
-                 gates: list[tuple[str, bool]] = ()):
+                 gates: list[tuple[str, bool]] = (), approx: list[str] = ()):
         keys = sorted({literal_key(lit, ci) for lit, ci in literals if lit})
         self.keys = keys
+        # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan
+        self.approx = sorted(set(approx))
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
         self._gate_db = None
@@ -131,7 +133,11 @@ class LiteralScanner:
                 import hyperscan
 
                 self._terminated = hyperscan.ScanTerminated
-                self._db = _hyperscan_db(self._bytes_keys)
+                try:
+                    self._db = _hyperscan_db(self._bytes_keys, self.approx)
+                except hyperscan.error:  # an approximation hyperscan cannot compile: its rule keeps its literals
+                    self.approx = [a for a in self.approx if _hs_compiles(a)]
+                    self._db = _hyperscan_db(self._bytes_keys, self.approx)
             elif self.engine == "ahocorasick" and self._ac is None:
                 self._ac = _ahocorasick(self._bytes_keys)
         except ImportError:  # installed but unusable (a missing shared library): str.find gives the same
@@ -158,6 +164,9 @@ class LiteralScanner:
             hits = self._scan_ahocorasick(view)
         for (key, _, _), lines in zip(self._bytes_keys, hits):
             view._hits[key] = lines
+        if self.engine == "hyperscan":
+            for expr, lines in zip(self.approx, hits[len(self._bytes_keys):]):
+                view._hits[approx_key(expr)] = lines
         for lit, ci in self._lowered:
             view.lines_with(lit, ci)
         if self.engine == "hyperscan" and self.gates:
@@ -195,13 +204,20 @@ class LiteralScanner:
         return data, starts
 
     def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
-        data, starts = self._bytes_view(view)
-        out: list[list[int]] = [[] for _ in self._bytes_keys]
+        """Per literal, then per approximate pattern, the lines where it is found. An approximate
+        pattern's lines also include every line with a non-ASCII character and every line of a
+        chunk cut short by a dense line (a superset is all an approximation promises)."""
+        data, starts, wide = bytes_view(view)
+        nkeys = len(self._bytes_keys)
+        out: list[list[int]] = [[] for _ in range(nkeys + len(self.approx))]
         state, on_match = _line_matches(starts, out)
         recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
         out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
         if recheck:
             self._recheck_dense(view, recheck, out)
+        if self.approx and (recheck or wide):
+            extra = set(recheck).union(wide)
+            out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
         return out
 
     def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
@@ -382,11 +398,15 @@ def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, term
     return recheck
 
 
-def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
+def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]], approx: list[str] = ()):
+    """One database of the literals (ids 0..n-1) and the approximate patterns (ids n..), cached
+    on disk by their hash: compiling the approximations takes about a second."""
     import hyperscan
 
     exprs = [_hs_escape(needle) for _, needle, _ in bytes_keys]
     flags = [hyperscan.HS_FLAG_CASELESS if caseless else 0 for _, _, caseless in bytes_keys]
+    exprs += [a.encode("ascii") for a in approx]
+    flags += [0] * len(approx)
     h = hashlib.sha256()
     h.update(str(getattr(hyperscan, "__version__", "?")).encode())
     for e, f in zip(exprs, flags):
@@ -408,6 +428,11 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
     except OSError:  # a read-only home: the database lives in memory only
         pass
     return db
+
+
+def approx_key(expr: str) -> tuple[str, str]:
+    """The key of an approximate pattern's candidate lines in a view's literal cache."""
+    return ("approx", expr)
 
 
 def gate_key(pattern: str, ignore_case: bool) -> tuple[str, str, bool]:
@@ -434,6 +459,17 @@ def _hyperscan_gate_db(gates: list[tuple[str, bool]]):
                flags=[hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in gates])
     db.scratch = hyperscan.Scratch(db)
     return db
+
+
+def _hs_compiles(expr: str) -> bool:
+    import hyperscan
+
+    try:
+        hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(expressions=[expr.encode("ascii")], ids=[0],
+                                                                elements=1, flags=[0])
+        return True
+    except hyperscan.error:
+        return False
 
 
 def _hs_escape(needle: bytes) -> bytes:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Iterable
 from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
-from .literals import LiteralScanner, gate_fits_hyperscan, gate_key, literal_key
+from .approx import approximate, line_local
+from .literals import GATE_SHARE, LiteralScanner, approx_key, gate_fits_hyperscan, gate_key, literal_key
 from .records import FLAG_NAMES
 from ..lazyre import lazy_regex
 
@@ -177,6 +178,15 @@ def _in(hay, lit: str):
     return lit if type(hay) is str else lit.encode("ascii")
 
 
+def _within(cand: list[int], near: list[int]) -> list[int]:
+    """The lines of ``cand`` that are also in ``near`` (both ascending)."""
+    if len(near) < len(cand):
+        keep = set(cand)
+        return [i for i in near if i in keep]
+    keep = set(near)
+    return [i for i in cand if i in keep]
+
+
 def _lines_holding(hay, starts: list[int], needle) -> list[int]:
     """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``) that contain
     ``needle``, once each, in order."""
@@ -273,9 +283,23 @@ class CompiledRule:
             getattr(self, name, None)
         return self
 
+    # the pattern the one-pass scan approximates (``approx``): None for kinds that have none
+    approx_source: tuple[str, int] | None = None
+
+    @cached_property
+    def approx(self) -> str | None:
+        """The hyperscan approximation of this rule's (start) pattern, or None."""
+        src = self.approx_source
+        return approximate(*src) if src is not None else None
+
     def _lines(self, view: TextView) -> Iterable[int] | None:
         if self.prefilter:
-            return view.candidates(self.prefilter, self.ignore_case)
+            cand = view.candidates(self.prefilter, self.ignore_case)
+            if self.approx is not None:
+                near = view._hits.get(approx_key(self.approx))
+                if near is not None:  # found by the one-pass scan: only lines where the pattern may match
+                    cand = _within(cand, near)
+            return cand
         return None
 
 
@@ -285,6 +309,7 @@ class RegexRule(CompiledRule):
         spec = rule.regex_
         assert spec is not None
         self.spec = spec
+        self.approx_source = (spec.pattern, _flags(spec.flags))
 
     # compiled on first use: with the one-pass literal scan, a rule whose literals never occur is
     # never compiled (compiling is most of a short run's start-up)
@@ -303,7 +328,14 @@ class RegexRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         if cand is None:
-            gated = view._hits.get(gate_key(*self.text_gate)) if self.text_gate is not None else None
+            if self.text_gate is not None:
+                gated = view._hits.get(gate_key(*self.text_gate))
+            elif self.approx is not None and line_local(*self.approx_source):
+                gated = view._hits.get(approx_key(self.approx))
+                if gated is not None and len(gated) > GATE_SHARE * nlines:
+                    gated = None  # on most lines: one search of the whole text is cheaper
+            else:
+                gated = None
             try:
                 if gated is None:
                     matches = list(self.whole.finditer(view.text, timeout=budget))
@@ -446,6 +478,7 @@ class LineBlockRule(CompiledRule):
         spec = rule.line_block
         assert spec is not None
         self.spec = spec
+        self.approx_source = (spec.start, 0)
 
     @cached_property
     def start(self) -> regex.Pattern:
@@ -798,10 +831,14 @@ def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> Lit
     once per process)."""
     lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}))
     gates = tuple(sorted({g for cr in rules if (g := getattr(cr, "text_gate", None)) is not None}))
-    key = (lits, gates, engine)
+    key = (lits, gates, engine, tuple(cr.id for cr in rules))
     sc = _SCANNERS.get(key)
     if sc is None:
-        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates))
+        # rules' approximate patterns: those of prefiltered rules narrow their candidate lines;
+        # a whole-text rule's, when its matches lie within lines, replace the whole-text search
+        approx = sorted({cr.approx for cr in rules if cr.approx is not None
+                         and (cr.prefilter or (getattr(cr, "text_gate", 0) is None and line_local(*cr.approx_source)))})
+        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates), approx)
     return sc
 
 
