@@ -302,6 +302,9 @@ def test_an_approximation_matches_wherever_its_pattern_does():
         pytest.skip("hyperscan wheel not available on this platform")
     checked = 0
     for cr in APPROXIMATED:
+        if cr.approx == "":  # needs a non-ASCII character: no ASCII line can match
+            assert not any(cr.start.search(ln) for ex in EXAMPLES for ln in ex.split("\n") if ln.isascii())
+            continue
         pat = cr.start if hasattr(cr, "start") and cr.approx_source[0] == getattr(cr.spec, "start", None) else cr.pat
         lines = [ln for ex in EXAMPLES for ln in ex.split("\n") if ln.isascii()]
         lines += ["2022-05-30T09:10:31.1584995Z " + ln for ln in lines[:200]]
@@ -321,6 +324,8 @@ def test_approximations_are_bounded_on_probe_lines():
     for cr in APPROXIMATED:
         import re
 
+        if cr.approx == "":
+            continue
         probe = re.compile(cr.approx)
         assert sum(probe.search(line) is not None for line in PROBE) <= 2, cr.id
 
@@ -330,6 +335,9 @@ def test_unsupported_patterns_have_no_approximation():
     assert approximate(r"\p{L}+:\d", 0) is None  # the regex module's syntax the parser does not read
     assert approximate(r"(?=x)", 0) is None  # matches the empty string: every line
     assert approximate(r"^Traceback \(most recent call last\):$", 0) is not None
+    # a pattern that needs a non-ASCII character matches no ASCII line: nothing to scan for
+    assert approximate("● ", 0) == approximate("[✕✗×] x", 0) == approximate("x (?:●|✕)+", 0) == ""
+    assert approximate("(?:●)?abc", 0) is not None and approximate("(?:●)?abc", 0) != ""
     assert not line_local(r"a\sb", 0) and not line_local(r"a(?=\n)", 0) and not line_local(r"\Aab", 0)
     assert line_local(r"a[^\n]b(?<=[^\s(]b)", 0)
 
@@ -364,6 +372,17 @@ def test_the_tier_is_taken_and_narrows(corpus):
     kernel = next(cr for cr in RULES if cr.id == "trace.kernel")
     near = view._hits[approx_key(kernel.approx)]
     assert len(near) < len(view.candidates(kernel.prefilter, kernel.ignore_case)) / 10
+    jest = next(cr for cr in RULES if cr.id == "trace.jest")  # '●': candidates are the non-ASCII lines
+    assert jest.approx == "" and view._hits[approx_key("")] == []
+
+
+def test_non_ascii_lines_stay_candidates():
+    # the approximations read bytes: on a line with a non-ASCII character they promise nothing, so
+    # such lines are always searched ('Kelvin sign' folding onto 'k', a class matching 'é')
+    text = "ok\n\u212aernel BUG at x.c:1!\n" + "filler line\n" * 50 + "Traceback (most recent call last):\n  File \"é.py\", line 3\nKeyError: 'é'\n"
+    ref = _spans(text, "python")
+    for eng in ENGINES[:-1]:
+        assert _spans(text, eng) == ref, eng
 
 
 def test_every_corpus_file_gives_the_same_spans_on_every_engine(corpus):

@@ -41,6 +41,9 @@ __all__ = ["approximate", "line_local"]
 
 MAX_BOUND = 20  # a repeat bounded above this is approximated as unbounded
 LINE_END = r"[^\n]*(?:\n|$)"  # appended: one report per line, at its end
+# the approximation of a pattern that needs a non-ASCII character in every match: no ASCII line
+# can match, nothing is scanned for, its candidates are the lines with a non-ASCII character
+NON_ASCII_ONLY = ""
 
 # ordinary lines of CI and tool output that are evidence for no rule; an approximation matching
 # more than BROAD_PROBES of them is too broad to pay for itself in the scan
@@ -55,7 +58,6 @@ PROBE = (
     "Step 4/12 : RUN apt-get install -y libpq-dev=15.4",
     "\tat org.apache.maven.surefire.booter.ForkedBooter.main(ForkedBooter.java:418)",
     "    at Object.<anonymous> (/home/runner/work/app/src/index.js:12:5)",
-    "src/main/java/org/acme/Pool.java:[42,17] [deprecation] Date(int,int,int) in Date has been deprecated",
     "Running org.acme.PoolTest",
     "Tests run: 12, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.532 s - in org.acme.PoolTest",
     "GET /api/v1/items/42?page=3&limit=50 200 12ms - \"Mozilla/5.0 (X11; Linux x86_64)\"",
@@ -64,7 +66,7 @@ PROBE = (
     "Setting up libpq5:amd64 (15.4-0+deb12u1) ...",
     "npm WARN deprecated glob@7.2.3: Glob versions prior to v9 are no longer supported",
 )
-BROAD_PROBES = 1
+BROAD_PROBES = 0
 
 _SPACE = frozenset(" \t\n\r\f\v\x1c\x1d\x1e\x1f")
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -79,6 +81,11 @@ _CATEGORY = {
 
 class _Unsupported(Exception):
     pass
+
+
+class _NonAscii(Exception):
+    """The element matches only non-ASCII characters: on an ASCII line it never matches (and lines
+    with a non-ASCII character are candidates anyway), so the sequence holding it needs no scan."""
 
 
 def _fold(chars, icase: bool) -> set[str]:
@@ -119,7 +126,7 @@ class _Emitter:
         self.newline = False
         self.string_anchor = False
 
-    def seq(self, items, icase: bool, dotall: bool, emit: bool = True) -> str:
+    def seq(self, items, icase: bool, dotall: bool) -> str:
         out = []
         for op, av in items:
             out.append(self.item(op, av, icase, dotall))
@@ -128,7 +135,7 @@ class _Emitter:
     def item(self, op, av, icase: bool, dotall: bool) -> str:
         if op is C.LITERAL:
             if av >= 128:
-                return "[\\x80-\\xff]"
+                raise _NonAscii
             ch = chr(av)
             if ch == "\n":
                 self.newline = True
@@ -146,10 +153,17 @@ class _Emitter:
             members, wide = self._members(av, icase)
             if "\n" in members:
                 self.newline = True
+            if not members:
+                raise _NonAscii
             return _byte_class(members, wide)
         if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
             lo, hi, sub = av
-            inner = self.seq(sub, icase, dotall)
+            try:
+                inner = self.seq(sub, icase, dotall)
+            except _NonAscii:
+                if lo == 0:
+                    return ""  # on an ASCII line it repeats zero times
+                raise
             if hi is C.MAXREPEAT or hi > MAX_BOUND:
                 lo = min(lo, MAX_BOUND)
                 q = "*" if lo == 0 else "+" if lo == 1 else "{%d,}" % lo
@@ -166,14 +180,25 @@ class _Emitter:
         if op is C.ATOMIC_GROUP:
             return "(?:" + self.seq(av, icase, dotall) + ")"
         if op is C.BRANCH:
-            return "(?:" + "|".join(self.seq(b, icase, dotall) for b in av[1]) + ")"
+            alts = []
+            for b in av[1]:
+                try:
+                    alts.append(self.seq(b, icase, dotall))
+                except _NonAscii:
+                    pass  # an alternative that needs a non-ASCII character: nothing to scan for
+            if not alts:
+                raise _NonAscii
+            return "(?:" + "|".join(alts) + ")"
         if op is C.AT:
             if av in (C.AT_BEGINNING_STRING, C.AT_END_STRING):
                 self.string_anchor = True
             return ""  # anchors and word boundaries: dropped
         if op in (C.ASSERT, C.ASSERT_NOT):
             _direction, sub = av
-            self.seq(sub, icase, dotall)  # only to learn whether it can look at a newline
+            try:
+                self.seq(sub, icase, dotall)  # only to learn whether it can look at a newline
+            except _NonAscii:
+                pass
             return ""
         raise _Unsupported(str(op))
 
@@ -214,15 +239,22 @@ def _analyse(pattern: str, flags: int) -> tuple[str | None, bool]:
     f = tree.state.flags
     try:
         expr = em.seq(list(tree), bool(f & re.IGNORECASE), bool(f & re.DOTALL))
+    except _NonAscii:
+        return _NEEDS_NON_ASCII, False  # the walk stopped early: what follows was not read
     except (_Unsupported, KeyError, RecursionError):
         return None, False
     return expr, not em.newline and not em.string_anchor
+
+
+_NEEDS_NON_ASCII = "\0"  # what _analyse returns for such a pattern (an expression is never this)
 
 
 def _approximate(pattern: str, flags: int) -> list:
     expr, local = _analyse(pattern, flags)
     if expr is None:
         return [None, False]
+    if expr == _NEEDS_NON_ASCII:
+        return [NON_ASCII_ONLY, local]
     try:
         probe = re.compile(expr)
     except (re.error, RecursionError, OverflowError):

@@ -91,8 +91,10 @@ class LiteralScanner:
                  gates: list[tuple[str, bool]] = (), approx: list[str] = ()):
         keys = sorted({literal_key(lit, ci) for lit, ci in literals if lit})
         self.keys = keys
-        # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan
-        self.approx = sorted(set(approx))
+        # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan;
+        # the empty one (a pattern that needs a non-ASCII character) matches no ASCII line: not scanned
+        self.approx = sorted(set(approx) - {""})
+        self._non_ascii_only = "" in approx
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
         self._gate_db = None
@@ -167,6 +169,8 @@ class LiteralScanner:
         if self.engine == "hyperscan":
             for expr, lines in zip(self.approx, hits[len(self._bytes_keys):]):
                 view._hits[approx_key(expr)] = lines
+            if self._non_ascii_only:
+                view._hits[approx_key("")] = []
         for lit, ci in self._lowered:
             view.lines_with(lit, ci)
         if self.engine == "hyperscan" and self.gates:
@@ -205,9 +209,11 @@ class LiteralScanner:
 
     def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
         """Per literal, then per approximate pattern, the lines where it is found. An approximate
-        pattern's lines also include every line with a non-ASCII character and every line of a
-        chunk cut short by a dense line (a superset is all an approximation promises)."""
-        data, starts, wide = bytes_view(view)
+        pattern's lines also include every line of a chunk cut short by a dense line; the lines
+        with a non-ASCII character, where an approximation promises nothing, are added by its
+        reader (``matchers.CompiledRule._lines``: a text with thousands of them would otherwise
+        make every rule's candidates thousands of lines long)."""
+        data, starts, _ = bytes_view(view)
         nkeys = len(self._bytes_keys)
         out: list[list[int]] = [[] for _ in range(nkeys + len(self.approx))]
         state, on_match = _line_matches(starts, out)
@@ -215,8 +221,8 @@ class LiteralScanner:
         out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
         if recheck:
             self._recheck_dense(view, recheck, out)
-        if self.approx and (recheck or wide):
-            extra = set(recheck).union(wide)
+        if self.approx and recheck:
+            extra = set(recheck)
             out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
         return out
 

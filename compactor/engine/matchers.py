@@ -33,7 +33,7 @@ from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
 from .approx import approximate, line_local
-from .literals import GATE_SHARE, LiteralScanner, approx_key, gate_fits_hyperscan, gate_key, literal_key
+from .literals import LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, literal_key
 from .records import FLAG_NAMES
 from ..lazyre import lazy_regex
 
@@ -50,6 +50,9 @@ LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lin
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
 PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a speed target
 SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
+# a whole-text rule searches only the lines its approximation may match when they are at most this
+# share of the text's lines (one search per line costs about a microsecond more than the whole text's)
+APPROX_SHARE = 0.05
 
 
 class TextView:
@@ -178,8 +181,13 @@ def _in(hay, lit: str):
     return lit if type(hay) is str else lit.encode("ascii")
 
 
-def _within(cand: list[int], near: list[int]) -> list[int]:
-    """The lines of ``cand`` that are also in ``near`` (both ascending)."""
+def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
+    """The lines of ``cand`` (ascending) that are in ``near`` or hold a non-ASCII character
+    (there an approximation promises nothing)."""
+    wide = bytes_view(view)[2]
+    if wide:
+        keep = set(near).union(wide)
+        return [i for i in cand if i in keep]
     if len(near) < len(cand):
         keep = set(cand)
         return [i for i in near if i in keep]
@@ -298,7 +306,7 @@ class CompiledRule:
             if self.approx is not None:
                 near = view._hits.get(approx_key(self.approx))
                 if near is not None:  # found by the one-pass scan: only lines where the pattern may match
-                    cand = _within(cand, near)
+                    cand = _within(cand, near, view)
             return cand
         return None
 
@@ -332,8 +340,12 @@ class RegexRule(CompiledRule):
                 gated = view._hits.get(gate_key(*self.text_gate))
             elif self.approx is not None and line_local(*self.approx_source):
                 gated = view._hits.get(approx_key(self.approx))
-                if gated is not None and len(gated) > GATE_SHARE * nlines:
-                    gated = None  # on most lines: one search of the whole text is cheaper
+                if gated is not None:
+                    wide = bytes_view(view)[2]
+                    if wide:  # the approximation promises nothing on lines with a non-ASCII character
+                        gated = sorted(set(gated).union(wide))
+                    if len(gated) > APPROX_SHARE * nlines:
+                        gated = None  # on many lines: one search of the whole text is cheaper
             else:
                 gated = None
             try:
