@@ -317,11 +317,20 @@ def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
             end = starts[b] if b < n else len(text)
             if not text[starts[a]:end].isascii():
                 wide.extend(i for i in range(a, b) if not lines[i].isascii())
-        shift = [0] * n
-        for i in wide:
-            if i + 1 < n:
-                shift[i + 1] = len(lines[i].encode("utf-8", "surrogatepass")) - len(lines[i])
-        got = (text.encode("utf-8", "surrogatepass"), list(map(add, starts, accumulate(shift))), wide)
+        # each line's offset grows by the extra bytes of the wide lines before it: shifted run by run
+        # (the lines between two wide lines share one shift)
+        bstarts = list(starts)
+        delta = 0
+        for k, i in enumerate(wide):
+            delta += len(lines[i].encode("utf-8", "surrogatepass")) - len(lines[i])
+            a, b = i + 1, (wide[k + 1] + 1 if k + 1 < len(wide) else n)
+            if delta and a < b:
+                bstarts[a:b] = map(delta.__add__, starts[a:b])
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (from surrogateescape decoding)
+            data = text.encode("utf-8", "surrogatepass")
+        got = (data, bstarts, wide)
     view._bytes = got
     return got
 
