@@ -32,7 +32,7 @@ from bisect import bisect_right
 from itertools import accumulate
 from operator import add
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 from ..lazyre import lazy_re
 
 
@@ -88,13 +88,16 @@ class LiteralScanner:
     """Compiled once per set of literals; ``scan(view)`` fills the view's literal cache."""
 
     def __init__(self, literals: list[tuple[str, bool]], engine: str | None = None,
-                 gates: list[tuple[str, bool]] = (), approx: list[str] = ()):
+                 gates: list[tuple[str, bool]] = (), approx: list[str] | Callable[[], list[str]] = ()):
         keys = sorted({literal_key(lit, ci) for lit, ci in literals if lit})
         self.keys = keys
         # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan;
-        # the empty one (a pattern that needs a non-ASCII character) matches no ASCII line: not scanned
-        self.approx = sorted(set(approx) - {""})
-        self._non_ascii_only = "" in approx
+        # the empty one (a pattern that needs a non-ASCII character) matches no ASCII line: not scanned.
+        # Given as a function, they are worked out when hyperscan is first prepared (a short text
+        # searched with str.find never needs them)
+        self._approx_source = approx
+        self.approx: list[str] = []
+        self._non_ascii_only = False
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
         self._gate_db = None
@@ -135,6 +138,9 @@ class LiteralScanner:
                 import hyperscan
 
                 self._terminated = hyperscan.ScanTerminated
+                approx = self._approx_source() if callable(self._approx_source) else self._approx_source
+                self.approx = sorted(set(approx) - {""})
+                self._non_ascii_only = "" in approx
                 try:
                     self._db = _hyperscan_db(self._bytes_keys, self.approx)
                 except hyperscan.error:  # an approximation hyperscan cannot compile: its rule keeps its literals

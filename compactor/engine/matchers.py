@@ -848,8 +848,10 @@ def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> Lit
     if sc is None:
         # rules' approximate patterns: those of prefiltered rules narrow their candidate lines;
         # a whole-text rule's, when its matches lie within lines, replace the whole-text search
-        approx = sorted({cr.approx for cr in rules if cr.approx is not None
-                         and (cr.prefilter or (getattr(cr, "text_gate", 0) is None and line_local(*cr.approx_source)))})
+        def approx() -> list[str]:  # worked out only if hyperscan is used
+            return sorted({cr.approx for cr in rules if cr.approx is not None
+                           and (cr.prefilter or (getattr(cr, "text_gate", 0) is None and line_local(*cr.approx_source)))})
+
         sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates), approx)
     return sc
 
