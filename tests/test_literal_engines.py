@@ -403,3 +403,16 @@ def test_every_corpus_file_gives_the_same_spans_on_every_engine(corpus):
             assert _spans(text, eng) == ref, (p.name, eng)
         n += len(ref[0])
     assert n > 5000
+
+
+def test_approximations_start_where_a_match_must():
+    # leading optional repeats are dropped, a stretch after '[^\n]*' may stand for the whole, and an
+    # alternation behind '^' is read alternative by alternative ('^A|^B' is parsed as '^(?:A|B)')
+    import re
+
+    a = approximate(r"^\s*#\d+\s+0x[0-9a-f]+\s", 0)
+    assert a.startswith(("[\\x23]", "[\\x30][\\x78]"))  # '#' or '0x', not the optional spaces
+    b = approximate(r"^\s+\S[^\n]* \[0x[0-9a-f]+\]$|^ZZTOP:", 0)
+    assert b.startswith("(?:[\\x20][\\x5b][\\x30][\\x78]") and "[\\x5a][\\x5a]" in b
+    for line in ("    at f (x) [0x1f]", "#3  0xdeadbeef in f ()", "ZZTOP: x"):
+        assert re.search(b, line) or re.search(a, line), line

@@ -247,13 +247,18 @@ def _analyse(pattern: str, flags: int) -> tuple[str | None, bool]:
         return None, False
     local = not walk.newline and not walk.string_anchor
     items = list(tree)
-    # a group around the whole pattern ('(?:A|B|C)') is read as its alternatives
-    while len(items) == 1 and items[0][0] is C.SUBPATTERN:
-        _group, add, dele, sub = items[0][1]
-        icase = (icase or bool(add & re.IGNORECASE)) and not (dele & re.IGNORECASE)
-        dotall = (dotall or bool(add & re.DOTALL)) and not (dele & re.DOTALL)
-        items = list(sub)
-    branches = items[0][1][1] if len(items) == 1 and items[0][0] is C.BRANCH else [items]
+    # a group around the whole pattern ('(?:A|B|C)') is read as its alternatives, and so is an
+    # alternation behind anchors ('^A|^B' is parsed as '^(?:A|B)')
+    while True:
+        core = [it for it in items if it[0] is not C.AT]
+        if len(core) == 1 and core[0][0] is C.SUBPATTERN:
+            _group, add, dele, sub = core[0][1]
+            icase = (icase or bool(add & re.IGNORECASE)) and not (dele & re.IGNORECASE)
+            dotall = (dotall or bool(add & re.DOTALL)) and not (dele & re.DOTALL)
+            items = list(sub)
+            continue
+        break
+    branches = core[0][1][1] if len(core) == 1 and core[0][0] is C.BRANCH else [items]
     alts = []
     for branch in branches:
         e = _sequence(list(branch), icase, dotall)
@@ -267,37 +272,75 @@ def _analyse(pattern: str, flags: int) -> tuple[str | None, bool]:
 
 
 def _sequence(items, icase: bool, dotall: bool) -> str | None:
-    """The approximation of one alternative: of the sequence with its lookarounds dropped, or of
-    the text of one of its positive lookarounds (that text is on the line too), whichever matches
-    the fewest ``PROBE`` lines ('[A-Z][\\w$]*+(?<=Error|Exception)': the lookbehind's
-    'Error|Exception' is far narrower than a capitalised word)."""
-    options: list[str] = []
-    try:
-        options.append(_Emitter().seq(items, icase, dotall))
-    except _NonAscii:
-        return _NEEDS_NON_ASCII
-    except (_Unsupported, KeyError, RecursionError):
-        pass
+    """The approximation of one alternative. Every part of a match is on the line too, so any of
+    these is a superset: the sequence with its lookarounds dropped, a stretch of it between two
+    unbounded repeats ('#\\d+\\s+\\S[^\\n]* \\(' has ' \\(' after its '[^\\n]*'), or the text of
+    one of its positive lookarounds ('[A-Z][\\w$]*+(?<=Error|Exception)': 'Error|Exception' is far
+    narrower than a capitalised word). The one chosen matches the fewest ``PROBE`` lines, then
+    starts with the longest literal (hyperscan finds those fastest), then comes first."""
+    parts: list[list] = [items]
+    run: list = []
     for op, av in items:
-        if op is C.ASSERT:
-            try:
-                options.append(_Emitter().seq(list(av[1]), icase, dotall))
-            except _NonAscii:
-                return _NEEDS_NON_ASCII  # the line must hold its text, which needs a non-ASCII character
-            except (_Unsupported, KeyError, RecursionError):
-                pass
-    best, best_score = None, len(PROBE) + 1
-    for e in options:
+        if op in _REPEATS and av[1] is C.MAXREPEAT:
+            if run:
+                parts.append(run)
+            run = []
+        else:
+            run.append((op, av))
+    if run and len(run) < len(items):
+        parts.append(run)
+    parts += [list(av[1]) for op, av in items if op is C.ASSERT]
+    options: list[tuple[str, int]] = []
+    for k, part in enumerate(parts):
+        part = _trim(part)
+        try:
+            options.append((_Emitter().seq(part, icase, dotall), _literal_head(part)))
+        except _NonAscii:
+            return _NEEDS_NON_ASCII  # the line must hold this part, which needs a non-ASCII character
+        except (_Unsupported, KeyError, RecursionError):
+            pass
+    best, best_score = None, None
+    for order, (e, head) in enumerate(options):
         try:
             probe = re.compile(e)
         except (re.error, RecursionError, OverflowError):
             continue
         if probe.fullmatch("") is not None:
             continue  # matches the empty string: every line
-        score = sum(probe.search(line) is not None for line in PROBE)
-        if score < best_score:
+        score = (sum(probe.search(line) is not None for line in PROBE), -head, order)
+        if best_score is None or score < best_score:
             best, best_score = e, score
     return best
+
+
+def _literal_head(items: list) -> int:
+    n = 0
+    for op, _av in items:
+        if op is not C.LITERAL:
+            break
+        n += 1
+    return n
+
+
+_REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT)
+
+
+def _trim(items: list) -> list:
+    """A sequence without what a line holding a match of it need not show at its ends: zero-width
+    items, optional repeats ('\\s*' before '#12 0x…'), and a repeat's extra rounds ('\\s+' is one
+    '\\s' there). Only whether a line holds a match counts, and every match contains a match of
+    the trimmed sequence; without the leading repeats hyperscan starts far fewer attempts."""
+    items = list(items)
+    for end in (0, -1):
+        while items:
+            op, av = items[end]
+            if op in (C.AT, C.ASSERT, C.ASSERT_NOT) or (op in _REPEATS and av[0] == 0):
+                items.pop(end)
+                continue
+            if op in _REPEATS and av[1] != av[0] and 1 <= av[0] <= 3:
+                items[end] = (C.MAX_REPEAT, (av[0], av[0], av[2]))
+            break
+    return items
 
 
 _NEEDS_NON_ASCII = "\0"  # what _analyse returns for such a pattern (an expression is never this)
