@@ -20,6 +20,15 @@ parsed pattern:
 - anything else (backreferences, conditionals, unknown constructs): no approximation, the rule
   keeps its literal prefilter alone.
 
+Only whether a line holds a match counts, and every part of a match is on the line too, so each
+alternative of the pattern is approximated on its own by the narrowest of: the alternative itself,
+one stretch of it between two unbounded repeats, or the text of one of its positive lookarounds
+(``[A-Z][\\w$]*+(?<=Error|Exception)`` is approximated by ``Error|Exception``); its ends are
+trimmed of what a match need not show there (``^\\s*`` before ``#12 0x…``). "Narrowest" is
+measured: fewest ``PROBE`` lines matched, then the longest literal head (which hyperscan finds
+fastest). An alternative that needs a non-ASCII character matches no ASCII line and is not scanned
+for; a pattern made only of such alternatives gets the empty approximation (``NON_ASCII_ONLY``).
+
 The approximation is followed by ``[^\\n]*(?:\\n|$)``: hyperscan reports a pattern once per end
 offset, so every match on a line ends at that line's end and the line is reported once, however
 many matches it holds (the cost per line is one callback, not one per match).

@@ -16,6 +16,11 @@ All three give identical results (a property test compares them): for each liter
 letters in either case (non-ASCII text never matches an ASCII letter of a literal); literals with
 non-ASCII letters that have case are matched lowered against the lowered text.
 
+With hyperscan, the same pass also runs the rules' approximate patterns (``approx``): per
+approximation, the lines where its rule's pattern may match (``approx_key``); the exact pattern
+then runs only on the lines both tiers found. The other engines have no such tier; the rules then
+run on their literals' lines, with the same results.
+
 Dense lines (a 1 MB line of ``0x…``) are cut short: after ``LINE_CAP`` matches on one line the scan
 resumes at the next line, so its cost stays linear in the text, not in the number of matches. The
 lines already seen keep every literal found so far; a literal that occurs only after the cap on a

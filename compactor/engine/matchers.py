@@ -11,6 +11,10 @@ Speed comes from doing as little per line as possible:
   such a rule has a ``gate`` that hyperscan reads like ``regex`` (``literals.gate_fits_hyperscan``),
   the one-pass literal scan also finds the lines the gate may match and the pattern runs only on
   those lines (``fileref.path-line``);
+- with hyperscan, the one pass also runs an approximation of every rule's pattern
+  (``approx.approximate``, a superset on ASCII lines) and the exact pattern runs only on the lines
+  both its literals and its approximation found (``CompiledRule._lines``); a whole-text rule whose
+  matches lie within lines (``approx.line_local``) searches only the lines its approximation found;
 - patterns are compiled once per process, and rebuilt from their compiled programs kept on disk
   (``programs.py``) rather than parsed again in each process.
 
