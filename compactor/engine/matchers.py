@@ -847,6 +847,8 @@ def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> Lit
     once per process)."""
     lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}))
     gates = tuple(sorted({g for cr in rules if (g := getattr(cr, "text_gate", None)) is not None}))
+    # the rule ids too: the approximations come from the rules, and are worked out only later (a
+    # rule edited under the same id finds its own approximation missing and runs on its literals)
     key = (lits, gates, engine, tuple(cr.id for cr in rules))
     sc = _SCANNERS.get(key)
     if sc is None:
