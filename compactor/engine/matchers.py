@@ -185,13 +185,19 @@ def _in(hay, lit: str):
     return lit if type(hay) is str else lit.encode("ascii")
 
 
+_WIDE = ("wide",)  # key of the set of lines with a non-ASCII character in a view's literal cache
+
+
 def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
     """The lines of ``cand`` (ascending) that are in ``near`` or hold a non-ASCII character
     (there an approximation promises nothing)."""
     wide = bytes_view(view)[2]
     if wide:
-        keep = set(near).union(wide)
-        return [i for i in cand if i in keep]
+        wide_set = view._hits.get(_WIDE)
+        if wide_set is None:  # once per view: a log with progress bars has thousands of such lines
+            wide_set = view._hits[_WIDE] = set(wide)
+        keep = set(near)
+        return [i for i in cand if i in keep or i in wide_set]
     if len(near) < len(cand):
         keep = set(cand)
         return [i for i in near if i in keep]
