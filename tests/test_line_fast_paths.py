@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 import regex
 
 from compactor.collapse.fold import MASK_MAX, _MASK, template_of
-from compactor.normalize import _ANSI, normalize_block, normalize_line
+from compactor.normalize import _ANSI, normalize_line
 
 # the mask as first written: the path-like branch tried at every position (quadratic in a token)
 _MASK_GENERAL = regex.compile(r"[^\s/\"'()\[\]<>=,]*+/[^\s\"'()\[\]<>=,]*+|[A-Fa-f]*+\d[0-9A-Fa-f]*+")
@@ -53,19 +53,3 @@ def test_template_examples():
 def test_crlf_ending_is_the_general_normalisation(line):
     assert normalize_line(line) == _normalize_general(line)
     assert normalize_line(line + "\r") == _normalize_general(line + "\r")
-
-
-@settings(max_examples=1000)
-@given(st.lists(st.text(alphabet="ab \t\r\x1b\x07\\[]0;m@Z_-~\u2028\x1c\x85\xa0\x0bé", max_size=14), min_size=1, max_size=6))
-def test_block_normalisation_is_line_by_line(lines):
-    # one escape pass over the joined lines: no sequence runs across a newline (an OSC title
-    # without its terminator stops at the end of its line, as it does on the line alone)
-    text, out = normalize_block("\n".join(lines))
-    assert out == [normalize_line(x) for x in lines]
-    assert text == "\n".join(out)
-
-
-def test_block_normalisation_examples():
-    # an unterminated OSC title: only the lone ESC-] pair goes, the BEL on the next line stays
-    assert normalize_block("\x1b]0;title\nnext\x07 x") == ("0;title\nnext\x07 x", ["0;title", "next\x07 x"])
-    assert normalize_block("\x1b[31mred\x1b[0m\r\nab\rcd") == ("red\ncd", ["red", "cd"])

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TextIO
 
 from ..detect import Detector
 from ..engine.matchers import TextView
-from ..normalize import normalize_block, normalize_line
+from ..normalize import normalize_line
 from ..plain import Factory, FrozenPlain, Plain
 from .fold import informative, short, summarize, template_of
 from ..lazyre import lazy_regex
@@ -501,8 +501,9 @@ class Trimmer:
         """Process raw lines; return the raw lines carried over to the next block."""
         opt = self.opt
         joined = "\n".join(lines)
-        if "\x1b" in joined or "\r" in joined:  # escapes removed in one pass, redraws line by line
-            joined, norm = normalize_block(joined)
+        if "\x1b" in joined or "\r" in joined:
+            norm = [normalize_line(x) if "\x1b" in x or "\r" in x else x for x in lines]
+            joined = None
         else:  # nothing to normalise (the common case): no call per line
             norm = list(lines)
         cut_long = []
@@ -511,7 +512,7 @@ class Trimmer:
                 half = opt.max_line_chars // 2
                 norm[i] = x[:half] + f" [… {len(x) - 2 * half} characters cut] " + x[-half:]
                 cut_long.append(i)
-        view = TextView(joined if not cut_long else "\n".join(norm))
+        view = TextView(joined if joined is not None and not cut_long else "\n".join(norm))
         det = self.detector.detect_view(view, role="tool")
         n = len(norm)
         weak: set[int] = set()
@@ -600,12 +601,7 @@ class Trimmer:
             bodies = seg
         else:
             bodies = [x[k:] if k else x for x, k in zip(seg, prefix[a:b])]
-        # shape_key of each body, encoded and masked in one piece (no body holds a newline, and
-        # no other character encodes to that byte)
-        cut = list(map(str.strip, bodies))
-        if max(map(len, cut)) > _KEY_CHARS:
-            cut = [x[:_KEY_CHARS] for x in cut]
-        keys = "\n".join(cut).encode("utf-8", "surrogatepass").translate(_DIGITS).split(b"\n")
+        keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
         templates, first, last = r.templates, r.first, r.last
         if len(templates) + n <= 5000:  # no new shape can be refused: counted in bulk
             fresh = [k for k in dict.fromkeys(keys) if k not in templates]
