@@ -222,17 +222,9 @@ def make_segment(**kw: Any) -> Segment:
         kw["text"] = "" if kw.get("text") is None else json.dumps(kw["text"], ensure_ascii=False, default=str)
     if kw.get("kind") in _CALL_KINDS and "call" not in kw:
         kw["call"] = make_call(kw.get("tool_name"), kw["text"], kw.get("command"), arguments, verb=verb, paths=paths)
-    seg = Segment.model_validate(kw)
-    # Segments are frozen: the set of fields given is never changed in place (copies copy it), so
-    # segments given the same fields share one set (half the size of a segment without its text)
-    given = seg.__pydantic_fields_set__
-    shared = _FIELDS_GIVEN.setdefault(frozenset(given), given)
-    if shared is not given:
-        object.__setattr__(seg, "__pydantic_fields_set__", shared)
-    return seg
+    return Segment(**kw)
 
 
-_FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
 _CALL_KINDS = (SegmentKind.tool_call, "tool_call")
 
 
