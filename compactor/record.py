@@ -168,8 +168,9 @@ def _resolve(cls) -> dict[str, Any]:
 
 
 def _shape(tp: Any) -> tuple[str, Any]:
-    """How a value of this annotation is normalised when stored: ('enum', E) | ('tuple', None) |
-    ('list', None) | ('dict', None) | ('', None); optional types normalise their non-None values."""
+    """How a value of this annotation is normalised when stored: ('enum', E) | ('record', R) |
+    ('tuple', None) | ('list', None) | ('records', R) | ('dict', None) | ('', None); optional
+    types normalise their non-None values."""
     import types
     import typing
 
@@ -179,8 +180,14 @@ def _shape(tp: Any) -> tuple[str, Any]:
         return _shape(args[0]) if len(args) == 1 else ("", None)
     if isinstance(tp, type) and issubclass(tp, Enum):
         return "enum", tp
+    if isinstance(tp, type) and issubclass(tp, Record):
+        return "record", tp
     if tp is tuple or origin is tuple:
         return "tuple", None
+    if origin is list:
+        (item,) = typing.get_args(tp) or (None,)
+        if isinstance(item, type) and issubclass(item, Record):
+            return "records", item
     if tp is list or origin is list:
         return "list", None
     if tp is dict or origin is dict:
@@ -216,14 +223,23 @@ def _plan(cls) -> None:
         if kind == "enum":
             env[f"_e{i}"] = enum
             body.append(f"    if {fname}.__class__ is not _e{i} and {fname} is not None: {fname} = _e{i}({fname})")
+        elif kind == "record":  # a dict of its fields becomes the record
+            env[f"_e{i}"] = enum
+            body.append(f"    if {fname}.__class__ is dict: {fname} = _e{i}(**{fname})")
         elif kind == "tuple":
             body.append(f"    if {fname}.__class__ is not tuple and {fname} is not None: {fname} = tuple({fname})")
-        elif kind in ("list", "dict"):
+        elif kind in ("list", "records", "dict"):
             guard = f"{fname} is not None" + (f" and {fname} is not _MISSING" if fresh else "")
+            copy = f"{fname} = {'dict' if kind == 'dict' else 'list'}({fname})"
+            if kind == "records":  # items given as dicts of their fields become records
+                env[f"_e{i}"] = enum
+                copy += (f"\n        if dict in map(type, {fname}): "
+                         f"{fname} = [_e{i}(**x) if x.__class__ is dict else x for x in {fname}]")
+            line = f"    if {guard}:\n        {copy}"
             if fresh:  # a fresh default is the record's own; a given one is copied
-                body.insert(len(body) - 1, f"    if {guard}: {fname} = {kind}({fname})")
+                body.insert(len(body) - 1, line)
             else:
-                body.append(f"    if {guard}: {fname} = {kind}({fname})")
+                body.append(line)
         body.append(f"    {setter}(self, {fname})")
     if cls.__record_validate__:
         body.append("    _check(_cls, self)")
@@ -433,6 +449,18 @@ class Record(metaclass=_Meta):
     @classmethod
     def model_json_schema(cls, **kw: Any) -> dict[str, Any]:
         return _twin(cls).model_json_schema(**kw)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """A record as a field of a pydantic model: validated as :meth:`model_validate` does,
+        dumped as :meth:`model_dump` does."""
+        from pydantic_core import core_schema as cs
+
+        return cs.no_info_plain_validator_function(
+            cls.model_validate,
+            json_schema_input_schema=handler.generate_schema(_twin(cls)),
+            serialization=cs.plain_serializer_function_ser_schema(
+                lambda v, info: v.model_dump(mode=info.mode), info_arg=True))
 
 
 def _slot(cls, name: str):

@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import regex
-
 from ..errors import InputError, LimitError
 from ..models import Diagnostic, Severity
 from .base import Probe, RawInput
@@ -150,7 +148,7 @@ def _bracket_depth_bound(text: str) -> int:
     return best
 
 
-_TOKENS = lazy_regex(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', regex.DOTALL)
+_TOKENS = lazy_regex(r'(?s)"(?:[^"\\]|\\.)*+"|[\[\]{}]')
 
 
 def _fix_surrogates(value: Any) -> tuple[Any, int]:
