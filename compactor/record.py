@@ -70,10 +70,12 @@ class FieldInfo:
     """A field of a record: its name, annotation (resolved on first use of ``model_fields``),
     default or default factory, description and constraints."""
 
-    __slots__ = ("name", "source", "annotation", "default", "default_factory", "description", "constraints")
+    __slots__ = ("name", "source", "annotation", "default", "default_factory", "description", "constraints",
+                 "repr", "compare")
 
     def __init__(self, default: Any = _MISSING, *, default_factory: Callable[[], Any] | None = None,
-                 description: str | None = None, **constraints: Any):
+                 description: str | None = None, repr: bool = True, compare: bool = True,  # noqa: A002
+                 **constraints: Any):
         unknown = set(constraints) - set(_CONSTRAINTS)
         if unknown:
             raise TypeError(f"Field() got unknown arguments {', '.join(sorted(unknown))}")
@@ -84,6 +86,8 @@ class FieldInfo:
         self.default_factory = default_factory
         self.description = description
         self.constraints = constraints
+        self.repr = repr
+        self.compare = compare
 
     @property
     def metadata(self) -> list[_Bound]:
@@ -102,14 +106,17 @@ class FieldInfo:
 
 
 def Field(default: Any = _MISSING, *, default_factory: Callable[[], Any] | None = None,  # noqa: N802
-          description: str | None = None, **constraints: Any) -> Any:
-    """A field with a default (or a factory), a description and constraints."""
-    return FieldInfo(default, default_factory=default_factory, description=description, **constraints)
+          description: str | None = None, repr: bool = True, compare: bool = True,  # noqa: A002
+          **constraints: Any) -> Any:
+    """A field with a default (or a factory), a description and constraints; ``repr=False`` /
+    ``compare=False`` leave it out of the record's repr / equality and hash."""
+    return FieldInfo(default, default_factory=default_factory, description=description, repr=repr, compare=compare,
+                     **constraints)
 
 
 class _Meta(type):
     def __new__(mcs, name: str, bases: tuple, ns: dict, *, frozen: bool | None = None,
-                validate: bool | None = None, **kw: Any):
+                validate: bool | None = None, plain: bool | None = None, **kw: Any):
         fields: dict[str, FieldInfo] = {}
         for base in reversed(bases):
             fields.update(getattr(base, "__record_fields__", {}))
@@ -125,13 +132,25 @@ class _Meta(type):
             if fname not in fields:
                 own.append(fname)
             fields[fname] = info
-        ns["__slots__"] = tuple(own)
+        inherit = (lambda attr, default: next((getattr(b, attr) for b in bases if hasattr(b, attr)), default))
+        frozen = inherit("__record_frozen__", True) if frozen is None else frozen
+        has_dict = inherit("__record_dict__", False)
+        if not frozen:  # mutable: plain attribute writes, and room for attributes set later
+            ns.setdefault("__setattr__", object.__setattr__)
+            ns.setdefault("__delattr__", object.__delattr__)
+            if not has_dict:
+                own.append("__dict__")
+                has_dict = True
+        ns["__slots__"] = tuple(own) + tuple(ns.get("__slots__", ()))  # and any the class declares itself
         ns.setdefault("__init__", _first_init)
         ns.pop("model_config", None)
         cls = super().__new__(mcs, name, bases, ns, **kw)
         cls.__record_fields__ = fields
-        cls.__record_frozen__ = frozen if frozen is not None else getattr(cls, "__record_frozen__", True)
-        cls.__record_validate__ = validate if validate is not None else getattr(cls, "__record_validate__", False)
+        cls.__record_frozen__ = frozen
+        cls.__record_dict__ = has_dict
+        cls.__record_validate__ = inherit("__record_validate__", False) if validate is None else validate
+        cls.__record_plain__ = inherit("__record_plain__", False) if plain is None else plain
+        cls.__record_compare__ = tuple(n for n, f in fields.items() if f.compare)
         cls.__record_plan__ = None
         return cls
 
@@ -147,12 +166,12 @@ class _Meta(type):
 # ------------------------------------------------------------------------------ building
 
 
-def _first_init(self, **values: Any) -> None:
+def _first_init(self, *args: Any, **values: Any) -> None:
     """Generates the class's ``__init__`` from its resolved annotations on first use (the module
     that declares it is complete by then, so annotations naming later classes resolve)."""
     cls = type(self)
     _plan(cls)
-    cls.__init__(self, **values)
+    cls.__init__(self, *args, **values)
 
 
 def _resolve(cls) -> dict[str, Any]:
@@ -207,8 +226,9 @@ def _plan(cls) -> None:
     for i, (fname, info) in enumerate(fields.items()):
         setter = f"_s{i}"
         env[setter] = getattr(cls, fname).__set__
-        kind, enum = _shape(info.annotation)
-        if info.default_factory is not None or isinstance(info.default, (list, dict, set)):
+        kind, enum = ("", None) if cls.__record_plain__ else _shape(info.annotation)
+        if info.default_factory is not None or (isinstance(info.default, (list, dict, set))
+                                                and not cls.__record_plain__):
             env[f"_f{i}"] = info.default_factory or (lambda d=info.default: type(d)(d))
             params.append(f"{fname}=_MISSING")
             body.append(f"    if {fname} is _MISSING: {fname} = _f{i}()")
@@ -244,13 +264,26 @@ def _plan(cls) -> None:
     if cls.__record_validate__:
         body.append("    _check(_cls, self)")
     names = ", ".join(params)
-    src = f"def __init__(self, *, {names}):\n" + ("\n".join(body) or "    pass") + "\n" if params else \
+    # plain records (the dataclass kind) also take their fields by position, in order
+    star = "" if cls.__record_plain__ and _ordered(params) else "*, "
+    src = f"def __init__(self, {star}{names}):\n" + ("\n".join(body) or "    pass") + "\n" if params else \
         "def __init__(self):\n    pass\n"
     exec(src, env)  # noqa: S102 - generated from the class's own field names
     init = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     cls.__init__ = init
     cls.__record_plan__ = True
+
+
+def _ordered(params: list[str]) -> bool:
+    """No parameter without a default after one with a default."""
+    seen_default = False
+    for p in params:
+        if "=" in p:
+            seen_default = True
+        elif seen_default:
+            return False
+    return True
 
 
 # ------------------------------------------------------------------------------ validation
@@ -355,18 +388,22 @@ class Record(metaclass=_Meta):
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, n) for n in self.__record_fields__)
 
+    def _compared(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, n) for n in self.__record_compare__)
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         if not self.__record_frozen__:
             raise TypeError(f"unhashable type: {type(self).__name__!r}")
-        return hash((self.__class__, self._values()))
+        return hash((self.__class__, self._compared()))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__record_fields__)})"
+        shown = (f"{n}={getattr(self, n)!r}" for n, f in self.__record_fields__.items() if f.repr)
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def __reduce__(self):
         return (_rebuild, (type(self), self._values()))

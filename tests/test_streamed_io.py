@@ -22,6 +22,30 @@ TRAJECTORY_DIRS = ("claude-code", "codex-rollout", "mini-swe-agent", "openhands-
                    "gemini-cli", "aider", "anthropic", "openai-chat")
 
 
+@pytest.fixture(autouse=True)
+def _stream_every_size(monkeypatch):
+    """The streamed read is for large files; here every file takes it, so that it is compared
+    with the in-memory read on all of these inputs (small ones included)."""
+    from compactor.formats import inputs
+
+    monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", 0)
+
+
+def test_small_files_are_read_in_memory_as_the_streamed_read_reads_them(tmp_path: Path, monkeypatch) -> None:
+    from compactor.formats import inputs
+
+    p = tmp_path / "in.json"
+    p.write_text(json.dumps(_chat(4)), encoding="utf-8")
+    streamed = probe_file(p)
+    assert isinstance(streamed.raw, FileText)
+    monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", p.stat().st_size + 1)
+    small = probe_file(p)
+    assert not isinstance(small.raw, FileText)
+    _same_probe(small, streamed)
+    monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", p.stat().st_size)
+    assert isinstance(probe_file(p).raw, FileText)
+
+
 def _corpus_files() -> list[Path]:
     if not CORPUS.is_dir():
         return []

@@ -35,7 +35,7 @@ The dropped originals are saved in the store: the summary's first line carries t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..record import Record
 
 from ..collapse.store import content_id
 from ..errors import BudgetError, CompactorError
@@ -52,8 +52,7 @@ FOLD_RULE = "policy.fold-turns"
 _MAX_RETRIES = 3
 
 
-@dataclass
-class Unit:
+class Unit(Record, plain=True, frozen=False):
     """A group of segments that is kept or dropped as a whole: one step (turn)."""
 
     key: str

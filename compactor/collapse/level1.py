@@ -24,7 +24,7 @@ them exactly.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from ..record import Field, Record
 
 
 from ..detect import Detector
@@ -99,13 +99,12 @@ def _est(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-@dataclass
-class SegmentOutcome:
+class SegmentOutcome(Record, plain=True, frozen=False):
     text: str
     changed: bool
-    spans: list[Span] = field(default_factory=list)
-    placeholders: list[Placeholder] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    spans: list[Span] = Field(default_factory=list)
+    placeholders: list[Placeholder] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
     classification: str | None = None
 
 

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from ..record import Record
 from pathlib import Path
 
 
@@ -87,8 +87,7 @@ def _evicted_error(ref: str, location: str, max_bytes: int | None) -> StoreError
                       f"(--store-max-mb / COMPACTOR_STORE_MAX_MB)", source=location)
 
 
-@dataclass(frozen=True)
-class StoreStats:
+class StoreStats(Record, plain=True, frozen=True):
     location: str
     backend: str
     entries: int
@@ -98,11 +97,10 @@ class StoreStats:
     disk_bytes: int  # what the store takes on disk (files, SQLite pages, WAL)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.model_dump()
 
 
-@dataclass(frozen=True)
-class PruneResult:
+class PruneResult(Record, plain=True, frozen=True):
     evicted: int
     freed_bytes: int
     stats: StoreStats

@@ -10,7 +10,7 @@ the output and feed the ``summary`` template, e.g.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from ..record import Record
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +34,7 @@ CAPTURE_PER_MB = 0.05
 _CI_PREFIX_LINE = lazy_regex(r"^" + CI_PREFIX.pattern, regex.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Classification:
+class Classification(Record, plain=True, frozen=True):
     rule_id: str
     family: str
     summary: str

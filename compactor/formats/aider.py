@@ -23,7 +23,7 @@ leading space).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..record import Field, Record
 from typing import Any
 
 
@@ -65,11 +65,10 @@ def _strip(line: str, kind: str) -> str:
     return body.rstrip()
 
 
-@dataclass
 class AiderState(LayoutState):
     """Aider: the line numbers of the session headers (``# aider chat started at``)."""
 
-    sessions: list[int] = field(default_factory=list)
+    sessions: list[int] = Field(default_factory=list)
 
 
 @register

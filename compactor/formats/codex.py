@@ -23,7 +23,7 @@ encrypted content) are not segments. ``compacted`` lines (Codex's own summary) a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from ..record import Field, Record
 from typing import Any
 
 
@@ -84,11 +84,10 @@ def _command(args: Any) -> str | None:
     return command_from_arguments(obj)
 
 
-@dataclass
 class CodexState(LayoutState):
     """Codex rollouts: record index -> indices of the records that mirror it (``event_msg`` copies)."""
 
-    mirror_records: dict[int, list[int]] = field(default_factory=dict)
+    mirror_records: dict[int, list[int]] = Field(default_factory=dict)
 
 
 @register

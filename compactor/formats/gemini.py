@@ -18,7 +18,7 @@ output?, error?: {type, message}}``, ``error`` (a CLI warning/error) and ``resul
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from ..record import Field, Record
 from typing import Any
 
 
@@ -44,11 +44,10 @@ _TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
 _EXIT = lazy_regex(r"(?m)^Exit Code: (-?\d+)\s*$")
 
 
-@dataclass
 class GeminiState(LayoutState):
     """Gemini CLI streams: segment id -> the stream chunks that hold its text."""
 
-    chunks: dict[str, list[int]] = field(default_factory=dict)
+    chunks: dict[str, list[int]] = Field(default_factory=dict)
 
 
 @register
