@@ -109,3 +109,30 @@ def test_compact_of_one_message_imports_no_pydantic_once_warm(tmp_path):
     # a bad setting is still refused, naming it, without a traceback
     rc, out, _ = _run(["compact", str(conv), "--budget", "0"], tmp_path)
     assert rc == 2 and out == ""
+
+
+def test_the_process_entry_pauses_the_collector_only_while_loading(tmp_path):
+    """``run()`` (the script and ``python -m compactor``) pauses the garbage collector during
+    start-up and resumes it, with start-up's objects frozen, before the work; ``main()`` called
+    in a process of its own (a test, an embedding program) leaves the collector alone."""
+    conv = tmp_path / "one.json"
+    conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]))
+    probe = ("import gc, json, sys\n"
+             "from compactor import cli\n"
+             "from compactor.pipeline import Compactor\n"
+             "seen = []\n"
+             "orig = Compactor.compact\n"
+             "def spy(self, *a, **k):\n"
+             "    seen.append(gc.isenabled())\n"
+             "    return orig(self, *a, **k)\n"
+             "Compactor.compact = spy\n"
+             "sys.argv = ['compactor'] + sys.argv[1:]\n"
+             "rc = cli.run() if sys.argv[1] == 'compact' else cli.main(sys.argv[2:])\n"
+             "sys.stderr.write(json.dumps([rc, seen, gc.isenabled(), gc.get_freeze_count() > 0]) + '\\n')\n")
+    env = {**os.environ, "COMPACTOR_CACHE": str(tmp_path / "cache"), "COMPACTOR_STORE": str(tmp_path / "s.sqlite")}
+    for args, frozen in ((["compact", str(conv)], True), (["main", "compact", str(conv)], False)):
+        p = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env)
+        assert json.loads(p.stderr.strip().splitlines()[-1]) == [0, [True], True, frozen], p.stderr
+    p = subprocess.run([sys.executable, "-m", "compactor", "compact", str(conv)], capture_output=True, text=True,
+                       env=env)
+    assert p.returncode == 0 and json.loads(p.stdout)["format"] == "openai-chat"
