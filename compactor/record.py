@@ -386,10 +386,10 @@ class Record(metaclass=_Meta):
         raise AttributeError(f"{type(self).__name__} fields cannot be deleted")
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in self.__record_fields__)
+        return _layout(type(self))[0](self)
 
     def _compared(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in self.__record_compare__)
+        return _layout(type(self))[3](self)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -427,11 +427,12 @@ class Record(metaclass=_Meta):
         else:
             new = _rebuild(type(self), self._values())
         if update:
-            fields = self.__record_fields__
+            by_name = _layout(type(self))[2]
             for k, v in update.items():
-                if k not in fields:
+                put = by_name.get(k)
+                if put is None:
                     raise AttributeError(f"{type(self).__name__} has no field {k!r}")
-                _slot(type(self), k).__set__(new, v)
+                put(new, v)
         return new
 
     def _dump(self, json: bool, exclude_none: bool, include, exclude) -> dict[str, Any]:
@@ -501,16 +502,43 @@ class Record(metaclass=_Meta):
 
 
 def _slot(cls, name: str):
+    """The slot (member descriptor) that stores field ``name`` (a subclass may shadow the name
+    with a property; the value is still kept in the slot)."""
     for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
+        d = klass.__dict__.get(name)
+        if d is not None and type(d).__name__ == "member_descriptor":
+            return d
     raise AttributeError(name)
+
+
+def _layout(cls) -> tuple:
+    """(values getter, slot setters in field order, setter by name, compared-values getter) of a
+    record class, made once: copies, equality and pickling run at C speed per field."""
+    got = cls.__dict__.get("__record_layout__")
+    if got is None:
+        from operator import attrgetter
+
+        names = tuple(cls.__record_fields__)
+        compared = cls.__record_compare__
+
+        def getter(fields):
+            if not fields:
+                return lambda obj: ()
+            if len(fields) == 1:
+                one = attrgetter(fields[0])
+                return lambda obj: (one(obj),)
+            return attrgetter(*fields)
+
+        setters = tuple(_slot(cls, n).__set__ for n in names)
+        got = (getter(names), setters, dict(zip(names, setters)), getter(compared))
+        type.__setattr__(cls, "__record_layout__", got)
+    return got
 
 
 def _rebuild(cls, values: tuple):
     obj = cls.__new__(cls)
-    for n, v in zip(cls.__record_fields__, values):
-        _slot(cls, n).__set__(obj, v)
+    for put, v in zip(_layout(cls)[1], values):
+        put(obj, v)
     return obj
 
 
