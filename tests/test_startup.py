@@ -136,3 +136,14 @@ def test_the_process_entry_pauses_the_collector_only_while_loading(tmp_path):
     p = subprocess.run([sys.executable, "-m", "compactor", "compact", str(conv)], capture_output=True, text=True,
                        env=env)
     assert p.returncode == 0 and json.loads(p.stdout)["format"] == "openai-chat"
+
+
+def test_the_version_module_is_the_installed_version():
+    """``compactor.__version__`` comes from ``compactor/version.py`` (nothing reads the installed
+    metadata at start-up: ``importlib.metadata`` costs a short run a quarter of Python's own
+    start); it must say what the package was installed as."""
+    import importlib.metadata
+
+    import compactor
+
+    assert compactor.__version__ == importlib.metadata.version("compactor")
