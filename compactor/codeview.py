@@ -36,9 +36,9 @@ pygments. Deterministic: the same call and output give the same view.
 
 from __future__ import annotations
 
-from .record import Field, Record
 from functools import lru_cache
 from .lazyre import lazy_re
+from .record import Field, Record
 
 __all__ = ["Definition", "View", "call_kind", "classify", "language_of", "split_commands"]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import operator
 import os
 from collections import OrderedDict
-from .record import Field, Record
 from itertools import chain, compress
 from typing import Any, Callable
 
@@ -32,6 +31,7 @@ from .formats import Document, Edits, get_format, load_document
 from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, SelfCheck,
                      Severity, Span)
 from .normalize import normalize
+from .record import Field, Record
 from .segments import changed, segment_index
 from .tokens import get_counter
 

@@ -22,10 +22,10 @@ Only what the arguments say is reported; a script that writes files from inside 
 from __future__ import annotations
 
 import shlex
-from ..record import Field, Record
 
 import regex
 from ..lazyre import lazy_regex
+from ..record import Field, Record
 
 from ..formats.calls import command_value, vocabulary
 from ..models import CallKind, ToolCall

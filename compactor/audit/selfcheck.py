@@ -21,12 +21,12 @@ records what failed *before* back-fill and what was put back.
 from __future__ import annotations
 
 import operator
-from ..record import Field, Record
 from itertools import compress, repeat
 from typing import Any
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
+from ..record import Field, Record
 from ..segments import changed
 from .common import (bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten, squash,
                      word_set)

@@ -36,14 +36,12 @@ budget cannot be met and :class:`~compactor.errors.BudgetError` names the floor.
 
 from __future__ import annotations
 
-from ..record import Field, Record
-
-
 from ..collapse.older import evidence_spans
 from ..collapse.store import content_id
 from ..models import Anchor, Segment, SegmentKind, Span
 from ..audit.common import newest_request
 from ..lazyre import lazy_regex
+from ..record import Field, Record
 
 __all__ = ["LadderItem", "Plan", "build_items", "condense_request", "PRIORITIES"]
 

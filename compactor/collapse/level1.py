@@ -24,14 +24,13 @@ them exactly.
 from __future__ import annotations
 
 import hashlib
-from ..record import Field, Record
-
 
 from ..detect import Detector
 from ..engine.classify import Classification, Classifier
 from ..engine.matchers import TextView
 from ..models import Diagnostic, Placeholder, Span
 from ..normalize import normalize
+from ..record import Field, Record
 from ..syntax import ELIDED_TRACE_LINE, PLACEHOLDER_LINE, elided_trace_summary, placeholder_line
 from ..tokens import get_counter
 from .fold import find_runs

@@ -29,13 +29,12 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from ..record import Record
 from pathlib import Path
-
 
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError, StoreError
 from ..lazyre import lazy_regex
+from ..record import Record
 
 __all__ = ["DEFAULT_MAX_MB", "DirStore", "MemoryStore", "PruneResult", "SqliteStore", "Store", "StoreStats",
            "content_id", "default_max_bytes", "default_store_path", "open_store", "valid_id"]

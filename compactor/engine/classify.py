@@ -10,13 +10,13 @@ the output and feed the ``summary`` template, e.g.
 from __future__ import annotations
 
 import string
-from ..record import Record
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import regex
 
 from ..normalize import CI_PREFIX, ci_prefixed
+from ..record import Record
 from ..syntax import placeholder_safe
 from ..lazyre import lazy_regex
 from .matchers import _compile, _flags

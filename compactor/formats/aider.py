@@ -23,11 +23,10 @@ leading space).
 
 from __future__ import annotations
 
-from ..record import Field, Record
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import Document, Edits, Format, LayoutState, Probe, make_segment
 from ..lazyre import lazy_regex

@@ -13,11 +13,11 @@ import copy
 from functools import lru_cache
 import marshal
 import json
-from ..record import Field, Record
 from typing import Any, Callable, ClassVar, Hashable, Iterable
 
 from ..errors import InputError
 from ..models import Diagnostic, Segment, SegmentKind
+from ..record import Field, Record
 from .calls import NOT_JSON, make_call, parse_arguments
 
 __all__ = [

@@ -25,10 +25,10 @@ Writing with drops re-links ``parentUuid`` across removed lines so the chain sta
 from __future__ import annotations
 
 import hashlib
-from ..record import Field, Record
 from typing import Any
 
 from ..models import Segment
+from ..record import Field, Record
 from .registry import register
 from .anthropic import BlockReader
 from .base import Document, Edits, Format, LayoutState, Probe, jsonl_records, plan_drops, record_line, update_state

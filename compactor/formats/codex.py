@@ -23,11 +23,10 @@ encrypted content) are not segments. ``compacted`` lines (Codex's own summary) a
 from __future__ import annotations
 
 import json
-from ..record import Field, Record
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .calls import NOT_JSON, parse_arguments
 from .base import (

@@ -26,11 +26,10 @@ A replaced command result is written to ``stdout`` with ``stderr`` emptied (and 
 from __future__ import annotations
 
 import json
-from ..record import Field, Record
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, jsonl_records, make_segment, plan_drops, update_state
 from ..lazyre import lazy_regex

@@ -18,11 +18,10 @@ output?, error?: {type, message}}``, ``error`` (a CLI warning/error) and ``resul
 from __future__ import annotations
 
 import json
-from ..record import Field, Record
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import (
     CallIndex,

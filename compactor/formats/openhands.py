@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from ..record import Field, Record
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, make_segment, name_of, norm_id, plan_drops, update_state
 

@@ -15,10 +15,10 @@ A summary written back is a step of its own shape: ``{"step": "summary", "role":
 from __future__ import annotations
 
 import json
-from ..record import Record
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
+from ..record import Record
 from .registry import register
 from .base import (
     CallIndex,

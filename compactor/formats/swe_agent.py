@@ -19,10 +19,10 @@ when it replaces or drops the history text they copy.
 from __future__ import annotations
 
 import json
-from ..record import Field, Record
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import (
     CallIndex,
