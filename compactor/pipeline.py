@@ -142,7 +142,7 @@ class PipelineState(Record, plain=True, frozen=False):
     writer: Callable[[Document, Edits], Any] | None = None  # a session's incremental writer
     llm_report: dict[str, Any] | None = None
     result: CompactionResult | None = None
-    _spans_for: tuple | None = field(default=None, repr=False)  # what the span memo was last brought up to date with
+    _spans_for: tuple | None = Field(default=None, repr=False)  # what the span memo was last brought up to date with
 
     @property
     def segments(self) -> list[Segment]:

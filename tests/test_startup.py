@@ -97,13 +97,16 @@ def test_compact_of_one_message_builds_no_tokenizer_and_no_typed_rules_once_warm
 
 def test_compact_of_one_message_imports_no_pydantic_once_warm(tmp_path):
     """The pipeline and the command line build their records without pydantic (it is imported
-    only to validate data handed in from outside) and never need ``importlib.metadata``."""
+    only to validate data handed in from outside) and never need ``importlib.metadata``; nor
+    ``dataclasses`` (records), ``tomllib`` (the parsed tool vocabulary is cached), ``ijson`` (a
+    small file is parsed in memory) or ``tempfile`` (imported when a cache file is written)."""
     conv = tmp_path / "one.json"
     conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]))
     _run(["compact", str(conv)], tmp_path)  # warm the catalog and the caches
     rc, out, warm = _run(["compact", str(conv), "--budget", "500", "--emit", "json"], tmp_path)
     assert rc == 0 and json.loads(out)["report"]["budget"] == 500
-    loaded = [m for m in warm if m.split(".")[0] in ("pydantic", "pydantic_core", "annotated_types")
+    loaded = [m for m in warm if m.split(".")[0] in ("pydantic", "pydantic_core", "annotated_types", "dataclasses",
+                                                     "inspect", "tomllib", "ijson", "tempfile")
               or m.startswith("importlib.metadata") or m == "compactor.engine.schema"]
     assert loaded == []
     # a bad setting is still refused, naming it, without a traceback
