@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, bisect_right
 from functools import cached_property, lru_cache
-from itertools import accumulate, compress
+from itertools import accumulate, compress, filterfalse
 from operator import add, itemgetter, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
@@ -541,7 +541,7 @@ class LineBlockRule(CompiledRule):
             bodies = [x[k:] if k else x for x, k in zip(bodies, [pre[i] for i in sub])]
         longest = max(map(len, bodies))
         todo = bodies if longest <= 4096 else [x for x in bodies if len(x) <= 4096]
-        new = [x for x in dict.fromkeys(todo) if x not in memo]
+        new = list(filterfalse(memo.__contains__, dict.fromkeys(todo)))
         if new:
             memo.update(zip(new, map(bool, map(self.start.search, new))))  # a match is true
         if longest <= 4096:
@@ -559,7 +559,14 @@ class LineBlockRule(CompiledRule):
             bodies = lines[lo:hi]
         else:
             bodies = [x[k:] if k else x for x, k in zip(lines[lo:hi], pre[lo:hi])]
-        new = [x for x in dict.fromkeys(bodies) if x not in memo]
+        new = list(filterfalse(memo.__contains__, dict.fromkeys(bodies)))
+        if new and (self.end is None and not any(map(not_, new)) and not any(map(str.isspace, new))):
+            # no blank line, no end pattern (the frames of a long trace): the first continue
+            # pattern alone decides when it matches every line (CONT is 1: its flags are the classes)
+            found = bytes(map(bool, map(self._cont_search[0], new)))
+            if 0 not in found:
+                memo.update(zip(new, found))
+                new = []
         if new:
             blank = list(map(or_, map(not_, new), map(str.isspace, new)))
             cls = [BLANK if b else 0 for b in blank]
