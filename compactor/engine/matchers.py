@@ -664,8 +664,8 @@ class LineBlockRule(CompiledRule):
                     ended = True
                 # the continuation lines of a long trace: this loop runs once per frame, so the
                 # short-line case calls the compiled searches directly; past BULK_AFTER lines the
-                # block is classified a window of lines at a time (line-local patterns, one pass
-                # each) and runs of continuation lines are taken in one step
+                # block is classified a window of lines at a time (each distinct line once, the
+                # searches called from C) and a run of continuation lines is taken in one step
                 lines = view.lines
                 prefix = view.prefix
                 end_pat = self.end
