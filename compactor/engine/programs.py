@@ -129,6 +129,23 @@ def compile_pattern(pattern: str, flags: int = 0) -> regex.Pattern:
     return compiled
 
 
+_SOURCE_HASHES: dict[str, str] = {}
+
+
+def source_hash(path: str) -> str:
+    """A short hash of the source file at ``path`` (a module's ``__file__``), read once per process:
+    the part of a :func:`cached_value` kind that changes when the code computing the value does."""
+    got = _SOURCE_HASHES.get(path)
+    if got is None:
+        try:
+            with open(path, "rb") as fh:
+                got = hashlib.sha256(fh.read()).hexdigest()[:16]
+        except OSError:
+            got = "unknown"
+        _SOURCE_HASHES[path] = got
+    return got
+
+
 def cached_value(kind: str, key: str, compute):
     """``compute()`` kept in the same file under ``kind`` and ``key`` (plain data that ``marshal``
     writes: what a pattern's analysis yields, such as its branches). ``kind`` must change when the
