@@ -31,7 +31,7 @@ from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, 
                      Severity, Span)
 from .normalize import normalize
 from .record import Field, Record
-from .segments import changed, segment_index
+from .segments import OutcomeLog, changed, segment_index
 from .tokens import get_counter
 
 __all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact"]
@@ -95,6 +95,7 @@ class Conversation:
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
         self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
         self.count_cache = None  # text -> its token count (the last few thousand counted)
+        self.outcome_log = None  # the Level 1 outcomes by position, and where each run changed them
 
     def memo(self, name: str, make):
         """The conversation's memo NAME (one of the fields above), made by ``make()`` the first time."""
@@ -181,7 +182,7 @@ class PipelineState(Record, plain=True, frozen=False):
         seen = self._spans_for
         if seen is None or seen[0] is not segs or seen[1] is not self.outcomes or seen[2] != len(segs) \
                 or seen[3] != len(self.outcomes):
-            memo.update(segs, segment_index(conv, segs), self.outcomes)
+            memo.update(segs, segment_index(conv, segs), self.outcomes, conv.outcome_log)
             self._spans_for = (segs, self.outcomes, len(segs), len(self.outcomes))
         return memo
 
@@ -199,12 +200,26 @@ class _SpanMemo:
         self.parts: list[list[Span]] = []  # each segment's spans by (start, rule id)
         self.ordered = True  # every span names its own segment and segment indexes are positions
         self.sorted: list[Span] | None = None  # ``parts`` flattened, while they stay as they are
+        self.runs: int | None = None  # the outcome log's runs when it was last brought up to date
 
-    def update(self, segs: list[Segment], index, outcomes: dict[str, Any]) -> None:
-        outs = list(map(outcomes.get, index.ids))
+    def update(self, segs: list[Segment], index, outcomes: dict[str, Any], log: "OutcomeLog | None" = None) -> None:
         old_outs = self.outs
         n = len(old_outs) if index.extends(self.mark) else 0
-        k = min([n, len(segs), *changed(old_outs, outs)[:1]]) if n else 0
+        since = log.since(self.runs, index) if log is not None and n and log.outs is not None else None
+        if since is not None and len(log.outs) == len(segs):
+            # the Level 1 stage says from where the outcomes may differ: the rest is the same objects
+            k = min(n, since)
+            if k < n:
+                moved = changed(old_outs[k:n], log.outs[k:n])
+                k = k + moved[0] if moved else n
+            outs = log.outs
+            del old_outs[k:]
+            old_outs.extend(outs[k:])  # the outcomes as they are now, brought up to date from k
+        else:
+            outs = list(map(outcomes.get, index.ids))
+            k = min([n, len(segs), *changed(old_outs, outs)[:1]]) if n else 0
+            self.outs = outs
+        self.runs = log.runs if log is not None else None
         if k == n == len(segs):
             return
         end = self.ends[k - 1] if k else 0
@@ -221,7 +236,7 @@ class _SpanMemo:
             if seg.index != i or any(x.segment_id != seg.id for x in sp):
                 self.ordered = False
             self.parts.append(sorted(sp, key=_span_order) if len(sp) > 1 else list(sp))
-        self.mark, self.outs = index.mark(), outs
+        self.mark = index.mark()
 
 
 def _span_order(sp: Span) -> tuple:
@@ -294,7 +309,7 @@ class Compactor:
         memo = conversation._policy_anchor_cache
         # without the anchor's working state: that is continued (mutated) by the next merge, which
         # only a conversation of its own may do (calls of one Compactor may run side by side)
-        self._anchor_memo = (*memo[:4], None) if memo is not None and len(memo) == 5 else memo
+        self._anchor_memo = (*memo[:4], None) if memo is not None and len(memo) >= 5 else memo
         return result
 
     def run(self, data: Any, conversation: Conversation, **kw) -> CompactionResult:
@@ -531,6 +546,7 @@ class Compactor:
             new.diagnostics = state.diagnostics[len(state.diagnostics) - nd:] if nd else []
             new.placeholders = state.placeholders[len(state.placeholders) - npl:] if npl else []
             conv.level1_memo = new
+            conv.memo("outcome_log", OutcomeLog).record(idx, state.outcomes, start)
         if apply:
             from .collapse.older import HardenMemo, harden
 
