@@ -93,7 +93,7 @@ class Conversation:
         self.count_memo = None  # (the written texts, their token counts) of the last compaction
         self.replace_memo = None  # (SegmentIndex.mark, the replaced texts) of a session's last spliced write
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
-        self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
+        self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids, kept keys) of the last report
         self.count_cache = None  # text -> its token count (the last few thousand counted)
         self.outcome_log = None  # the Level 1 outcomes by position, and where each run changed them
 
@@ -224,7 +224,8 @@ class _SpanMemo:
             return
         end = self.ends[k - 1] if k else 0
         del self.spans[end:], self.ends[k:], self.parts[k:]
-        self.sorted = None
+        if self.sorted is not None:  # the flattened parts through segment k - 1 hold: ``end`` spans
+            del self.sorted[end:]
         if not k:
             self.ordered = True
         for i in range(k, len(segs)):
@@ -236,6 +237,8 @@ class _SpanMemo:
             if seg.index != i or any(x.segment_id != seg.id for x in sp):
                 self.ordered = False
             self.parts.append(sorted(sp, key=_span_order) if len(sp) > 1 else list(sp))
+        if self.sorted is not None:
+            self.sorted.extend(chain.from_iterable(self.parts[k:]))
         self.mark = index.mark()
 
 
@@ -799,8 +802,14 @@ def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conver
     k = 0
     if held is not None and held[3] == dropped:
         k = min([len(held[0]), len(phs), *changed(held[0], phs)[:1]])
-    keys, keep = (held[1][:k], held[2][:k]) if k else ([], [])
-    seen: set[tuple[str, str | None]] = set(compress(keys, keep))
+    if k:
+        conv.placeholder_memo = None  # (its lists are brought up to date in place, and stored again below)
+        keys, keep, seen = held[1], held[2], held[4]
+        # the verdicts from k on are made again: their keys leave the set of the ones kept
+        seen.difference_update(compress(keys[k:], keep[k:]))
+        del keys[k:], keep[k:]
+    else:
+        keys, keep, seen = [], [], set()
     for p in phs[k:]:
         key = (p.id, p.segment_id)
         ok = key not in seen and p.segment_id not in dropped
@@ -809,7 +818,7 @@ def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conver
         keys.append(key)
         keep.append(ok)
     if conv is not None:
-        conv.placeholder_memo = (list(phs), keys, keep, frozenset(dropped))
+        conv.placeholder_memo = (list(phs), keys, keep, frozenset(dropped), seen)
     return list(compress(phs, keep))
 
 
