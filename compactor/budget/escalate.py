@@ -764,7 +764,9 @@ def escalate(compactor, state, *, target: int | None = None) -> None:
         return
     budget = target if target is not None else cfg.budget
     dropped, summary, level = set(state.dropped), state.summary, state.level
-    texts = dict(state.texts)
+    # what a failure restores: without a budget no level rewrites a text (and the copy is a
+    # pass over every segment each turn)
+    texts = dict(state.texts) if budget is not None else None
     try:
         full = state.full_anchor if getattr(state, "full_anchor", None) is not None else full_anchor(compactor, state)
         state.anchor = full
@@ -800,8 +802,9 @@ def escalate(compactor, state, *, target: int | None = None) -> None:
         raise
     except Exception as exc:  # noqa: BLE001 - fail toward preservation: keep the Level 1 result
         state.dropped, state.summary, state.level = dropped, summary, level
-        state.texts.clear()
-        state.texts.update(texts)
+        if texts is not None:
+            state.texts.clear()
+            state.texts.update(texts)
         state.budget_texts.clear()
         state.exit_signal = state.recommend_new_session = False
         state.handoff = None

@@ -356,7 +356,6 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
-            spans = list(spans_of(seg))
             chars, exact, shape = memo.digest(seg)
             failing = memo.is_failing(seg, outcomes.get(seg.id))
             earlier_exact = seen_exact.get(exact)
@@ -374,7 +373,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                     line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
                 apply(seg, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
                 continue
-            ev = evidence_spans(seg, spans) if failing else []
+            ev = evidence_spans(seg, list(spans_of(seg))) if failing else []
             if ev:
                 ref, sha = _ref(store, seg.text)
                 view = _evidence_view(seg.text, ev, ref)
