@@ -21,7 +21,7 @@ def _by_search(cue: C.Cue, low: str) -> bool:
 @settings(max_examples=500, deadline=None)
 @given(parts=st.lists(pieces, max_size=40), pad=st.sampled_from([0, 600]))
 def test_possible_equals_one_search_per_trigger(parts, pad):
-    low = ("." * pad + "".join(parts)).lower()  # (the automaton answers texts of 512 characters or more)
+    low = ("." * pad + "".join(parts)).lower()  # (the automaton answers texts of 128 characters or more)
     for cue in C.CUES.values():
         assert cue.possible(low) == _by_search(cue, low)
         assert cue.possible(low[:len(low) // 2]) == _by_search(cue, low[:len(low) // 2])

@@ -240,7 +240,7 @@ class Cue:
 
     def possible(self, low: str) -> bool:
         """Could the (lower-cased) text hold a match?"""
-        if len(low) < _AUTO_MIN:
+        if len(low) < _AUTO_MIN and not _AUTO:
             return any(t in low for t in self.triggers)
         if self._set is None:
             found = _present(low)
@@ -267,9 +267,10 @@ class Cue:
 # when installed) instead of one substring search per trigger: a prose message is asked about
 # ~300 triggers (a 5 KB task statement took 3 ms that way, 0.1 ms in one pass). The set of the
 # triggers in a text is kept for the last text (the cues are asked about one text in a row). A
-# short text (a sentence, a one-line request) is searched as before: importing and building the
-# automaton (~3 ms, once per process) would cost a one-message compaction more than it saves.
-_AUTO_MIN = 512
+# short text (a sentence, a one-line request) is searched as before until a longer one has built
+# the automaton: importing and building it (~3 ms, once per process) would cost a compaction of a
+# few short messages more than it saves.
+_AUTO_MIN = 128
 _AUTO: list = []
 _LAST: tuple = (None, None)  # (the last text, its triggers), replaced whole (threads may share it)
 
