@@ -45,7 +45,7 @@ from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
 from ..lazyre import lazy_regex
 
-__all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
+__all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
 
 EVIDENCE_FAMILIES = ("trace", "error", "exit-code", "test-failure")
 # key evidence that is not a failure: a passing check, where the task says the bug is
@@ -74,11 +74,31 @@ def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span]
         if sp.segment_id is not None and sp.segment_id in ids:
             by_seg.setdefault(sp.segment_id, []).append(sp)
     for lst in by_seg.values():
-        lst.sort(key=lambda s: (s.start, s.end, s.rule_id))
+        lst.sort(key=_span_key)
     st = _State(anchor)
     for seg in new_segments:
         st.feed(seg, by_seg.get(seg.id, ()))
     return st.freeze()
+
+
+def _span_key(sp: Span) -> tuple:
+    return (sp.start, sp.end, sp.rule_id)
+
+
+class AnchorFold:
+    """:func:`build_anchor` one segment at a time, for a reader that cannot hold the segments:
+    ``feed`` each segment (in conversation order, with its spans), ``freeze`` at the end gives the
+    anchor ``build_anchor`` gives of all of them (segment ids unique)."""
+
+    def __init__(self, *, objective: str | None = None) -> None:
+        self._st = _State(Anchor(cursor=AnchorCursor(objective=objective or "")))
+
+    def feed(self, seg: Segment, spans: Iterable[Span] = ()) -> None:
+        own = sorted((sp for sp in spans if sp.segment_id is not None and sp.segment_id == seg.id), key=_span_key)
+        self._st.feed(seg, own)
+
+    def freeze(self) -> Anchor:
+        return self._st.freeze()
 
 
 # ---------------------------------------------------------------------------------------

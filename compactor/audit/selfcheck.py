@@ -380,15 +380,18 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
 
 def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Anchor | None,
                   kept: dict[str, str], summary: str | None, *, folded: bool | None = None,
-                  protected: list[Span] | None = None, memo: TextMemo | None = None) -> SelfCheckResult:
+                  protected: list[Span] | None = None, memo: TextMemo | None = None,
+                  output: Any = None) -> SelfCheckResult:
     """Ask the three questions of an output; return what failed and what is missing.
 
     ``segments`` and ``spans`` are the original's; ``kept`` maps the ids of the segments still in
     the output to their current text; ``summary`` is the inserted summary (or None). ``folded``
     says whether turns were folded away (default: some segment is not in ``kept``). ``memo``
-    (a conversation's :class:`TextMemo`) saves normalising the texts seen before.
+    (a conversation's :class:`TextMemo`) saves normalising the texts seen before. ``output``:
+    what answers ``has`` / ``has_span`` / ``has_words`` of the output instead of the kept texts
+    (a reader that streams the output answers from its own pass over it).
     """
-    out = _Output(kept, summary, memo)
+    out = output if output is not None else _Output(kept, summary, memo)
     res = SelfCheckResult()
     seen: set[str] = set()
 

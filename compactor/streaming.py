@@ -1,0 +1,844 @@
+"""The pipeline as a fold over the messages of a file: compaction of a large JSON trajectory in
+bounded memory, with the output the in-memory pipeline gives, byte for byte.
+
+The stage list is the pipeline's (``read → normalise → detect → level1 → anchor → budget →
+selfcheck → write``); what changes is what is held. The file is read twice, message by message
+(ijson's C backend), and never parsed whole:
+
+1. **survey** — every message is read into its segments and dropped; what the stages need of the
+   whole conversation is counted: how many tool outputs there are (Level 1's recent window counts
+   from the end), the step of each (the first recent step), whether the file is one the fold reads
+   exactly like the in-memory reader (the layout detection would pick this layout; every tool-call
+   id names one call and at most one output, which follows it). Anything else, or any parse error,
+   and :func:`stream_compact` returns None: the caller takes the in-memory path, which reads and
+   reports the file as always.
+2. **fold** — each message: its segments are normalised, detected and collapsed (Level 1 and its
+   older-output pass), fed to the anchor (:class:`~compactor.anchor.build.AnchorFold`), held to the
+   self-check's evidence chain against their own kept text, counted, and the message is written,
+   edited, to a spool file. A call whose shortening depends on whether its output fails waits (with
+   the messages after it) until that output is read.
+3. **finish** — the anchor is frozen; the self-check's questions that no single message answers
+   (a span not in its own text, the newest request, the dead ends) are answered by one pass over
+   the spooled output texts; the continuation check and the anchor's size bound run as in the
+   pipeline; the output is written from the spools (:func:`compactor.emit.write_parts`) to a
+   temporary file next to the destination, renamed into place when complete.
+
+What is held at once: one message, the anchor's items, a digest per older tool output (the
+"same as" pass), the ids of failing outputs and the self-check's open questions. What streams:
+the OpenAI chat layout as a top-level JSON array, at Level 1 (``level`` auto or 1) without a
+budget, an LLM or redaction, emitting ``json`` or ``messages``. Anything else (a budget fits the
+whole conversation at once) takes the in-memory path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from array import array
+from pathlib import Path
+from typing import Any, Callable, Iterator, TextIO
+
+from .models import Diagnostic, Placeholder, Report, Role, Segment, SegmentKind, Span
+
+__all__ = ["stream_compact", "streamable_config"]
+
+STREAM_LAYOUT = "openai-chat"
+STREAM_EMITS = ("json", "messages")
+
+
+def streamable_config(config) -> str | None:
+    """Why a configuration cannot be compacted by the fold (None: it can)."""
+    if config.level not in ("auto", 1):
+        return f"level {config.level}"
+    if config.budget is not None:
+        return "a budget (fitted over the whole conversation)"
+    if config.llm:
+        return "the LLM pass"
+    if config.redact:
+        return "redaction"
+    return None
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+class _Tail(list):
+    """The reader's segment list, holding only the segments not taken yet: its length is every
+    segment read (a segment's index is its position in the whole conversation)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = 0
+
+    def __len__(self) -> int:
+        return self.offset + list.__len__(self)
+
+    def take(self) -> list[Segment]:
+        out = list(list.__iter__(self))
+        self.offset += len(out)
+        list.clear(self)
+        return out
+
+
+def _messages(path: Path, max_depth: int) -> Iterator[Any] | None:
+    """The items of the file's top-level JSON array, parsed one by one; None when the file is not
+    one the streamed reader reads exactly as ``json.loads`` would (the in-memory path reads it)."""
+    from .formats.inputs import _JSON_START, _safe_for_stream, _yajl
+
+    backend = _yajl()
+    if backend is None:
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(65536)
+        start = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+        if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+            return None
+        body = head[start:].lstrip(b" \t\n\r")
+        if body[:1] != b"[" or not _JSON_START.match(body[:256].decode("utf-8", "replace")):
+            return None
+        if not _safe_for_stream(fh, head, max_depth):
+            return None
+
+    def items() -> Iterator[Any]:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            yield from backend.items(fh, "item", use_float=True)
+
+    return items()
+
+
+class _Unstreamable(Exception):
+    """The file is not one the fold reads exactly like the in-memory path."""
+
+
+def _layout_checks():
+    """A per-message check: the message is an OpenAI chat message that no layout tried before it
+    in the detection order claims. The whole list is then detected as OpenAI chat (each earlier
+    layout's test over a list fails when it fails for one of its items alone, see below)."""
+    from .formats import get_format
+    from .formats.base import Probe, RawInput
+    from .formats.registry import REGISTRY
+
+    chat = get_format(STREAM_LAYOUT)
+    before = []
+    for fmt in REGISTRY:
+        if fmt.name == STREAM_LAYOUT:
+            break
+        before.append(fmt)
+    raw = RawInput("[...]", "<message>")
+
+    def check(msg: Any) -> bool:
+        probe = Probe(raw, json_value=[msg], is_json=True)
+        if not chat.sniff(probe)[0]:
+            return False
+        # steps: every item must be a step and one must act; OpenHands: every item an event. A
+        # list none of whose items passes alone has no item that makes the list pass (and a chat
+        # message has a 'role': it is neither a step nor an event, so these fail on their own)
+        return not any(fmt.sniff(probe)[0] for fmt in before)
+
+    return check
+
+
+class _Survey:
+    """Pass 1: what the fold needs to know of the whole conversation before it starts."""
+
+    def __init__(self) -> None:
+        self.messages = 0
+        self.segments = 0
+        self.result_steps = array("q")  # the step of every tool output (meta or not), in order
+        self.result_meta = bytearray()
+        self.live = 0  # tool outputs that are not harness text
+        self.first_role: Any = None
+        self.answered: set[str] = set()  # call ids that have an output (only those can fail)
+
+
+def _survey(items: Iterator[Any]) -> _Survey:
+    from .formats.openai_chat import ChatReader
+
+    check = _layout_checks()
+    reader = ChatReader(())
+    tail = reader.segments = _Tail()
+    sv = _Survey()
+    calls: set[str] = set()
+    results: set[str] = set()
+    for i, msg in enumerate(items):
+        if not check(msg):
+            raise _Unstreamable("not an OpenAI chat message")
+        if i == 0:
+            sv.first_role = msg.get("role")
+        reader._message(i, msg)
+        for seg in tail.take():
+            cid = seg.call_id
+            if seg.kind == SegmentKind.tool_call:
+                if cid:
+                    if cid in calls or cid in results:
+                        raise _Unstreamable("a call id used twice, or after its output")
+                    calls.add(cid)
+            elif seg.kind == SegmentKind.tool_result:
+                sv.result_steps.append(seg.step)
+                sv.result_meta.append(1 if seg.meta else 0)
+                if not seg.meta:
+                    sv.live += 1
+                if cid:
+                    if cid in results:
+                        raise _Unstreamable("two outputs of one call id")
+                    results.add(cid)
+        sv.messages = i + 1
+        _prune_reader(reader)
+    sv.segments = len(tail)
+    sv.answered = calls & results
+    if not sv.messages:
+        raise _Unstreamable("empty message list")
+    return sv
+
+
+def _prune_reader(reader) -> None:
+    """Forget what the reader keeps of calls whose output has been read (every call id names one
+    call and one output: nothing later asks for it) and the pairs it collects for the writer's drops."""
+    calls = reader.calls
+    done = [cid for cid, waiting in calls._open.items() if not waiting]
+    for cid in done:
+        del calls._open[cid]
+        calls._last.pop(cid, None)
+        reader.call_steps.pop(cid, None)
+        reader.call_cmds.pop(cid, None)
+    calls.pairs.clear()
+
+
+# ---------------------------------------------------------------------------- spools
+
+
+class _Spool:
+    """JSON values written one per line to a temporary file and read back in order."""
+
+    def __init__(self, dir: str | None) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="compactor-", suffix=".spool", dir=dir)
+        self.fh = os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="\n")
+        self.count = 0
+
+    def put(self, value: Any) -> None:
+        self.fh.write(json.dumps(value, ensure_ascii=False))
+        self.fh.write("\n")
+        self.count += 1
+
+    def close_writing(self) -> None:
+        if not self.fh.closed:
+            self.fh.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        self.close_writing()
+        with open(self.path, encoding="utf-8", errors="surrogatepass", newline="\n") as fh:
+            for line in fh:
+                yield json.loads(line)
+
+    def remove(self) -> None:
+        self.close_writing()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+class _Items(list):
+    """A list the JSON encoder writes item by item from a spool (``json``'s pure-Python encoder,
+    which :func:`~compactor.formats.base.write_json` uses, iterates lists), with an optional item
+    inserted at a position (the self-check's summary message)."""
+
+    def __init__(self, spools: list[_Spool], insert: tuple[int, Any] | None = None):
+        super().__init__()
+        self._spools = spools
+        self._insert = insert
+
+    def __len__(self) -> int:
+        return sum(s.count for s in self._spools) + (1 if self._insert else 0)
+
+    def __iter__(self):
+        k = 0
+        ins = self._insert
+        for sp in self._spools:
+            for v in sp:
+                if ins is not None and k == ins[0]:
+                    yield ins[1]
+                    ins = None
+                yield v
+                k += 1
+        if ins is not None:
+            yield ins[1]
+
+
+# ---------------------------------------------------------------------------- the self-check's output
+
+
+class _Finder:
+    """The self-check's questions about the whole output, answered in one pass over its
+    normalised texts (as :class:`compactor.audit.selfcheck._Output` answers them in memory: each
+    text on its own, the texts joined by line breaks, and the squashed output)."""
+
+    def __init__(self) -> None:
+        self.piece: dict[str, bool] = {}  # in some text
+        self.blob: dict[str, bool] = {}  # in the texts joined by "\n" (plus the empty summary)
+        self.squashed: dict[str, bool] = {}  # in the squashed output
+        self.lower: dict[str, bool] = {}  # in the squashed output, casefolded
+        self.words: dict[str, bool] = {}  # a word of some text
+
+    def empty(self) -> bool:
+        return not (self.piece or self.blob or self.squashed or self.lower or self.words)
+
+    def scan(self, texts: Iterator[str]) -> None:
+        from .audit.common import word_set
+
+        piece = [t for t in self.piece if not self.piece[t]]
+        blob = [t for t in self.blob if not self.blob[t]]
+        sq = [t for t in self.squashed if not self.squashed[t]]
+        low = [t for t in self.lower if not self.lower[t]]
+        words = set(w for w in self.words if not self.words[w])
+        blob_keep = max((len(t) for t in blob), default=1) - 1
+        sq_keep = max((len(t) for t in (*sq, *low)), default=1) - 1
+        blob_tail = ""
+        sq_tail = ""
+        low_tail = ""
+        first_sq = True
+        for text in texts:
+            if piece:
+                for t in [t for t in piece if t in text]:
+                    self.piece[t] = True
+                    piece.remove(t)
+            if blob:
+                window = blob_tail + text + "\n"
+                for t in [t for t in blob if t in window]:
+                    self.blob[t] = True
+                    blob.remove(t)
+                blob_tail = window[-blob_keep:] if blob_keep else ""
+            if sq or low:
+                q = " ".join(text.split())
+                if q:
+                    add = q if first_sq else " " + q
+                    first_sq = False
+                    if sq:
+                        window = sq_tail + add
+                        for t in [t for t in sq if t in window]:
+                            self.squashed[t] = True
+                            sq.remove(t)
+                        sq_tail = window[-sq_keep:] if sq_keep else ""
+                    if low:
+                        window = low_tail + add.casefold()
+                        for t in [t for t in low if t in window]:
+                            self.lower[t] = True
+                            low.remove(t)
+                        low_tail = window[-sq_keep:] if sq_keep else ""
+            if words:
+                hit = word_set(text) & words
+                for w in hit:
+                    self.words[w] = True
+                words -= hit
+            if not (piece or blob or sq or low or words):
+                break
+
+
+class _StreamOutput:
+    """What :func:`compactor.audit.selfcheck.run_selfcheck` asks of the output (``has``,
+    ``has_span``, ``has_words``), asked twice: first to learn the questions (``ask``), then, after
+    :class:`_Finder`'s pass over the output, to answer them with the same logic as
+    :class:`~compactor.audit.selfcheck._Output` without a memo."""
+
+    def __init__(self, own: dict[str, str], finder: _Finder) -> None:
+        self.own = own  # segment id -> its normalised kept text, for the segments asked about
+        self.f = finder
+
+    # each question splits into lookups of the finder's tables: registered, then answered
+    def _sq(self, n: str) -> bool:
+        if n not in self.f.squashed:
+            self.f.squashed[n] = False
+        return self.f.squashed[n]
+
+    def has(self, text: str, prefix: int = 60, own: str | None = None) -> bool:
+        from .audit.common import present_squashed, squash
+
+        n = squash(text)
+        if own is not None and own in self.own and present_squashed(n, squash(self.own[own]), prefix=prefix):
+            return True
+        if not n:
+            return True
+        if prefix and len(n) > prefix:
+            n = n[:prefix]
+        n = n.rstrip("…").rstrip()
+        if not n:
+            return True
+        return self._sq(n)
+
+    def has_span(self, sp: Span) -> bool:
+        from .audit.common import squash
+
+        t = sp.text
+        if not t.strip():
+            return True
+        own = self.own.get(sp.segment_id or "")
+        if own is not None and t in own:
+            return True
+        if "\n" in t:
+            table = self.f.blob
+        else:
+            table = self.f.piece
+        if t not in table:
+            table[t] = False
+        if table[t]:
+            return True
+        return self._sq(squash(t))
+
+    def has_words(self, text: str, share: float = 0.8) -> bool:
+        from .audit.common import content_words
+
+        if self.has(text, prefix=0):
+            return True
+        ws = content_words(text)
+        if not ws:
+            return True
+        hits = 0
+        for w in ws:
+            if w not in self.f.words:
+                self.f.words[w] = False
+            if w not in self.f.lower:
+                self.f.lower[w] = False
+            if self.f.words[w] or self.f.lower[w]:
+                hits += 1
+        return hits / len(ws) >= share
+
+
+# ---------------------------------------------------------------------------- the fold
+
+
+class _Segment:
+    """One segment on its way out: decided, or waiting for the failure verdict of its call's output."""
+
+    __slots__ = ("seg", "text", "waiting", "candidate", "spans", "norm", "ph1", "held")
+
+    def __init__(self, seg: Segment, text: str, spans: list[Span], norm: str | None, ph1: list[Placeholder]):
+        self.held: list[bool] = []
+        self.seg = seg
+        self.text = text
+        self.spans = spans
+        self.norm = norm  # normalised original text (None: not normalised yet)
+        self.waiting = False
+        self.candidate: tuple | None = None
+        self.ph1 = ph1
+
+
+class _Fold:
+    def __init__(self, comp, survey: _Survey, tmpdir: str | None):
+        from .anchor.build import AnchorFold
+        from .pipeline import collapse_boundary
+
+        self.comp = comp
+        cfg = self.cfg = comp.config
+        self.sv = survey
+        self.count = comp.counter.count
+        n = len(survey.result_steps)
+        self.boundary = collapse_boundary(n, cfg.keep_recent, cfg.collapse_batch)
+        self.first_recent_step = min((survey.result_steps[i] for i in range(self.boundary, n)
+                                      if not survey.result_meta[i]), default=None)
+        self.harden_on = survey.live > 1
+        self.anchor = AnchorFold(objective=cfg.objective)
+        self.cont = _ContinuationFold()
+        self.result_pos = 0
+        self.tokens_before = 0
+        self.tokens_after = 0
+        self.level = 0
+        self.diagnostics: list[Diagnostic] = []
+        self.seen_exact: dict[str, str] = {}
+        self.seen_shape: dict[bytes, str] = {}
+        self.failing_ids: set[str] = set()
+        self.waiting_calls: dict[str, _Segment] = {}
+        self.open_calls: dict[str, Segment] = {}  # calls whose output has not been read (file reads)
+        self.queue: list[tuple[int, Any, list[_Segment]]] = []
+        self.messages = _Spool(tmpdir)
+        self.spans = _Spool(tmpdir)
+        self.ph_level1 = _Spool(tmpdir)
+        self.ph_older = _Spool(tmpdir)
+        self.texts = _Spool(tmpdir)  # the normalised kept texts (the self-check's last pass)
+        self.pending: list[Span] = []  # protected spans not in their own kept text
+        self.request: tuple[Segment, str] | None = None  # the newest request and its normalised kept text
+        self.other_keys: set[tuple] = set()  # placeholder keys naming no segment or another one
+        self.segments = 0
+        self.mirrors: dict[str, list] = {}  # segment id -> its mirror copies' paths, until written
+
+    def spools(self) -> list[_Spool]:
+        return [self.messages, self.spans, self.ph_level1, self.ph_older, self.texts]
+
+    # ------------------------------------------------------------------ per segment
+    def segment(self, seg: Segment) -> _Segment:
+        from .engine import TextView
+        from .normalize import normalize
+
+        comp, cfg = self.comp, self.cfg
+        self.segments += 1
+        self.tokens_before += self.count(seg.text)
+        norm = None
+        ph1: list[Placeholder] = []
+        if seg.kind == SegmentKind.tool_call:
+            text, spans = seg.text, []
+            if seg.call_id:
+                self.open_calls[seg.call_id] = seg
+        else:
+            norm = normalize(seg.text)
+            det = comp.level1.detector.detect_view(TextView(norm), role=seg.role.value, segment_id=seg.id,
+                                                   step_id=seg.step_id)
+            pos = None
+            if seg.kind == SegmentKind.tool_result:
+                pos = self.result_pos
+                self.result_pos += 1
+            if pos is not None and pos < self.boundary and not seg.meta:
+                o = comp.level1.collapse_detected(seg.text, norm, det, role=seg.role.value, segment_id=seg.id,
+                                                  command=seg.command, exit_code=seg.exit_code, prose=False)
+            else:
+                from .collapse.level1 import SegmentOutcome
+
+                o = SegmentOutcome(seg.text, False, list(det.spans), [], list(det.diagnostics))
+            text, spans = o.text, list(o.spans)
+            self.diagnostics.extend(o.diagnostics)
+            ph1 = list(o.placeholders)
+            if o.changed:
+                self.level = 1
+        item = _Segment(seg, text, spans, norm, ph1)
+        item.held = [self._held(sp, seg) for sp in spans]
+        if self.harden_on:
+            self._harden(item, pos if seg.kind == SegmentKind.tool_result else None)
+        self.anchor.feed(seg, spans)
+        self.cont.feed(seg)
+        return item
+
+    def _harden(self, item: _Segment, pos: int | None) -> None:
+        """:func:`compactor.collapse.older.harden` for one segment (its passes, in its order)."""
+        from .collapse import older as H
+
+        seg = item.seg
+        if seg.meta:
+            return
+        if seg.kind == SegmentKind.tool_result:
+            is_old = pos is not None and pos < self.boundary
+            spans = item.spans
+            chars, exact, shape = H._digest(seg.text)
+            failing = H._failing(seg, tuple(spans))
+            if seg.call_id and failing:
+                self.failing_ids.add(seg.call_id)
+            earlier_exact = self.seen_exact.get(exact)
+            earlier_shape = None if failing else self.seen_shape.get(shape)
+            self.seen_exact.setdefault(exact, seg.step_id)
+            if not failing:
+                self.seen_shape.setdefault(shape, seg.step_id)
+            if seg.call_id and seg.call_id in self.waiting_calls:
+                self._decide_call(self.waiting_calls.pop(seg.call_id), failing)
+            if not is_old or chars < H._MIN_DUP_CHARS:
+                return
+            if earlier_exact is not None or earlier_shape is not None:
+                ref, sha = H._ref(self.comp.store, seg.text)
+                if earlier_exact is not None:
+                    line = f"[same as {earlier_exact} · ref {ref}]"
+                else:
+                    line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
+                self._apply(item, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
+                return
+            ev = H.evidence_spans(seg, spans) if failing else []
+            if ev:
+                ref, sha = H._ref(self.comp.store, seg.text)
+                view = H._evidence_view(seg.text, ev, ref)
+                if view is not None:
+                    self._apply(item, view, "collapse.old-error", "older error output: evidence kept", ref, sha)
+        elif seg.kind == SegmentKind.tool_call:
+            frs = self.first_recent_step
+            if frs is None or seg.step >= frs:
+                return
+            text = item.text
+            if len(text) < H._BODY_CHARS and text.count("\n") + 1 < H._BODY_LINES and "\\n" not in text:
+                return
+            if not seg.call_id or seg.call_id not in self.sv.answered:
+                self._shorten_call(item)  # no output of it can fail
+            elif seg.call_id in self.failing_ids:
+                return
+            else:
+                item.waiting = True  # until its output says whether it failed
+                self.waiting_calls[seg.call_id] = item
+
+    def _decide_call(self, item: _Segment, failing: bool) -> None:
+        item.waiting = False
+        if not failing:
+            self._shorten_call(item)
+
+    def _shorten_call(self, item: _Segment) -> None:
+        import hashlib
+
+        from .collapse import older as H
+        from .formats.calls import call_of
+
+        seg = item.seg
+        ref = self.comp.store.put(seg.text.encode("utf-8", errors="surrogatepass"))
+        new = H._shorten_args(item.text, ref, call_of(seg))
+        if new is None:
+            return
+        sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
+        self._apply(item, new, "collapse.call-body", "call argument body", ref, sha)
+
+    def _apply(self, item: _Segment, new: str, rule: str, summary: str, ref: str, sha: str) -> None:
+        from .collapse.older import _est
+
+        cur = item.text
+        if new == cur or self.count(new) >= self.count(cur):
+            return
+        seg = item.seg
+        item.text = new
+        item.candidate = (Placeholder(
+            id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
+            line_start=1, line_end=max(1, seg.text.count("\n") + 1),
+            tokens_before=_est(cur), tokens_after=_est(new)),)
+        self.level = 1
+
+    # ------------------------------------------------------------------ per message
+    def message(self, i: int, msg: Any, items: list[_Segment]) -> None:
+        self.queue.append((i, msg, items))
+        self._flush()
+
+    def _flush(self, final: bool = False) -> None:
+        q = self.queue
+        k = 0
+        while k < len(q) and (final or not any(it.waiting for it in q[k][2])):
+            i, msg, items = q[k]
+            self._write(i, msg, items)
+            k += 1
+        if k:
+            del q[:k]
+
+    def _write(self, i: int, msg: Any, items: list[_Segment]) -> None:
+        from .audit.common import is_request
+        from .audit.selfcheck import protected_spans  # noqa: F401 - the verdicts below are its own
+        from .formats.base import put_text
+        from .normalize import normalize
+
+        holder = {i: msg}
+        for it in items:
+            seg = it.seg
+            text = it.text
+            # each placeholder once (by id and segment), Level 1's first, then the older-output pass's
+            seen: set[tuple] = set()
+            for ph in it.ph1:
+                if self._first(ph, seg, seen):
+                    self.ph_level1.put(ph.model_dump(mode="json"))
+            if it.candidate is not None and self._first(it.candidate[0], seg, seen):
+                self.ph_older.put(it.candidate[0].model_dump(mode="json"))
+            if text != seg.text:
+                put_text(holder, seg.origin, text)
+                for mp in self.mirrors.get(seg.id, ()):
+                    put_text(holder, mp, text)
+            self.mirrors.pop(seg.id, None)
+            self.tokens_after += self.count(text)
+            norm = it.norm if (it.norm is not None and text is seg.text) else normalize(text)
+            self.texts.put(norm)
+            for sp in sorted(it.spans, key=_span_order) if len(it.spans) > 1 else it.spans:
+                self.spans.put(sp.model_dump(mode="json"))
+            # the evidence chain asks of every held span whether the output has it: in its own kept
+            # text settles it here, the others are asked of the whole output at the end (in order)
+            for sp, held in zip(it.spans, it.held):
+                if held and sp.text.strip() and sp.text not in norm:
+                    self.pending.append(sp)
+            if is_request(seg):
+                self.request = (seg, norm)
+        self.messages.put(msg)
+
+    def _first(self, ph: Placeholder, seg: Segment, seen: set[tuple]) -> bool:
+        key = (ph.id, ph.segment_id)
+        where = seen if ph.segment_id == seg.id else self.other_keys
+        if key in where:
+            return False
+        where.add(key)
+        return True
+
+    def _held(self, sp: Span, seg: Segment) -> bool:
+        """:func:`compactor.audit.selfcheck.protected_spans`' verdict on one span of its segment."""
+        from .audit.selfcheck import _EVIDENCE, _LOOSE
+
+        if seg.meta or seg.role == Role.system or not sp.text.strip():
+            return False
+        fam = sp.family
+        if fam in _EVIDENCE:
+            return seg.role != Role.assistant
+        if fam == "constraint":
+            return seg.role == Role.user
+        if fam in _LOOSE:
+            return seg.role in (Role.user, Role.assistant) and seg.kind == SegmentKind.message
+        if fam == "number":
+            if seg.kind == SegmentKind.tool_call:
+                return False
+            if seg.role in (Role.user, Role.assistant):
+                return True
+            return not self._file_result(seg)
+        return fam == "placeholder"
+
+    def _file_result(self, s: Segment) -> bool:
+        """Is the tool output a file read or edit (``_file_tool_results`` of one output)?"""
+        from .anchor.files import call_effects
+        from .formats.calls import NOT_JSON, call_of, make_call
+
+        if s.kind != SegmentKind.tool_result:
+            return False
+        c = self.open_calls.get(s.call_id) if s.call_id else None
+        if c is None:
+            call = make_call(s.tool_name, s.command or "", s.command)
+        else:
+            cc = call_of(c)
+            if (cc.name, cc.command) != (s.tool_name, s.command):
+                cc = make_call(s.tool_name, cc.raw, s.command, cc.arguments if cc.arguments is not None else NOT_JSON)
+            call = cc
+        try:
+            kind = call_effects(call).kind
+        except Exception:  # noqa: BLE001 - classification is best effort (as the self-check's)
+            return False
+        return kind in ("read", "edit")
+
+
+def _span_order(sp: Span) -> tuple:
+    return (sp.start, sp.rule_id)
+
+
+class _ContinuationFold:
+    """What :func:`compactor.anchor.continuation.continuation_check` reads of the segments, read
+    one segment at a time: the user messages, the last tool output, the last failed one and the
+    last assistant message (the check looks at no other output)."""
+
+    def __init__(self) -> None:
+        from .anchor.continuation import ContinuationMemo
+
+        self.memo = ContinuationMemo()
+        self.memo.update = lambda segments: None  # fed below, never from a segment list
+
+    def feed(self, s: Segment) -> None:
+        from .anchor import continuation as CC
+
+        m = self.memo
+        if CC._is_user_message(s):
+            m.users.append(s)
+        elif s.kind == SegmentKind.tool_result and not s.meta:
+            m.results[:] = [s]
+            if CC._failed(s):
+                m.failed[:] = [s]
+        elif CC._is_assistant_message(s):
+            m.last_assistant = s
+
+
+# ---------------------------------------------------------------------------- driver
+
+
+def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], Any] | None = None, *,
+                   emit: str = "json", format: str = "auto", lang: str | None = None) -> Report | None:
+    """Compact the JSON file at ``path`` with the compactor ``comp`` as a fold over its messages and
+    write what ``compactor compact --emit EMIT`` writes through ``write``; return the report. None
+    (nothing written) when the file or the settings are not ones the fold compacts exactly like
+    the in-memory pipeline: the caller compacts it in memory."""
+    from .formats import get_format
+    from .formats.openai_chat import ChatReader
+
+    cfg = comp.config
+    if emit not in STREAM_EMITS or format not in ("auto", STREAM_LAYOUT) or streamable_config(cfg):
+        return None
+    if tuple(comp.stages) != _stage_names() or any(
+            getattr(fn, "__self__", None) is not comp
+            or getattr(fn, "__func__", None) is not getattr(type(comp), f"_stage_{name}", None)
+            for name, fn in comp.stages.items()):
+        return None  # a replaced or disabled stage: only the pipeline runs it
+    p = Path(path)
+    try:
+        if not p.is_file():
+            return None
+        items = _messages(p, cfg.max_json_depth)
+        if items is None:
+            return None
+        survey = _survey(items)
+    except _Unstreamable:
+        return None
+    except Exception:  # noqa: BLE001 - any parse error: the in-memory path reads and names it
+        return None
+    tmpdir = None
+    fold = _Fold(comp, survey, tmpdir)
+    try:
+        items = _messages(p, cfg.max_json_depth)
+        assert items is not None
+        reader = ChatReader(())
+        tail = reader.segments = _Tail()
+        for i, msg in enumerate(items):
+            reader._message(i, msg)
+            segs = tail.take()
+            if reader.mirrors:
+                fold.mirrors.update(reader.mirrors)
+                reader.mirrors.clear()
+            fold.message(i, msg, [fold.segment(s) for s in segs])
+            for s in segs:
+                if s.kind == SegmentKind.tool_result and s.call_id:
+                    fold.open_calls.pop(s.call_id, None)
+            _prune_reader(reader)
+        fold._flush(final=True)
+        report, anchor, summary = _finish(fold)
+        insert = None
+        if summary:
+            at = 1 if fold.sv.first_role in ("system", "developer") else 0
+            insert = (at, get_format(STREAM_LAYOUT).make_message("user", summary))
+        messages = _Items([fold.messages], insert)
+        if write is not None:
+            from .emit import write_parts
+
+            write_parts(report, anchor, emit, write, messages=messages,
+                        lists={"protected": _Items([fold.spans]), "placeholders": _Items([fold.ph_level1, fold.ph_older])})
+        return report
+    finally:
+        for sp in fold.spools():
+            sp.remove()
+
+
+def _stage_names() -> tuple[str, ...]:
+    from .pipeline import STAGES
+
+    return STAGES
+
+
+def _finish(fold: _Fold):
+    """The stages after the fold: the anchor frozen, the budget stage's Level 1 self-check, the
+    continuation check, the report and the anchor's size bound."""
+    from .anchor.continuation import continuation_check
+    from .audit.selfcheck import apply_to_anchor, backfill_markdown, run_selfcheck
+    from .pipeline import _levels_available, _unique_diags
+
+    comp, cfg = fold.comp, fold.cfg
+    for sp in fold.spools():
+        sp.close_writing()
+    stages = ["level1", "anchor"]
+    full = fold.anchor.freeze()
+    # the self-check: first to learn what it asks of the whole output, then with the answers
+    own: dict[str, str] = {}
+    req = fold.request
+    if req is not None:
+        own[req[0].id] = req[1]
+    finder = _Finder()
+    out = _StreamOutput(own, finder)
+    segs = [req[0]] if req is not None else []
+    run_selfcheck(segs, [], full, {}, None, folded=False, protected=fold.pending, output=out)
+    if not finder.empty():
+        finder.scan(iter(fold.texts))
+    res = run_selfcheck(segs, [], full, {}, None, folded=False, protected=fold.pending, output=out)
+    anchor = apply_to_anchor(full, res.missing, full)
+    summary = backfill_markdown(res.missing, cfg.lang) if res.missing else None
+    self_check = res.to_model()
+    stages.append("self-check")
+    # the selfcheck stage: the continuation questions
+    anchor, filled = continuation_check(anchor, [], fold.cont.memo)
+    if filled:
+        self_check = self_check.model_copy(update={
+            "backfilled": [*self_check.backfilled, *(f"continuation:{x}" for x in filled)]})
+    after = fold.tokens_after + (comp.counter.count(summary) if summary else 0)
+    report = Report(
+        format=STREAM_LAYOUT, tokens_before=fold.tokens_before, tokens_after=after,
+        token_counter=comp.counter.name, level=fold.level, levels_available=_levels_available(),
+        budget=cfg.budget, protected=[], placeholders=[], diagnostics=_unique_diags(fold.diagnostics),
+        self_check=self_check, exit_signal=False, recommend_new_session=False, segments=fold.segments,
+        stages=stages, redacted={}, llm=None)
+    if anchor is not None and cfg.anchor_max_tokens:
+        from .anchor import bound_anchor
+
+        anchor = bound_anchor(anchor, cfg.anchor_max_tokens, comp._count_pieces(), lang=cfg.lang)
+    return report, anchor, summary
