@@ -177,6 +177,9 @@ def _add_compact(sub) -> None:
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto")
     p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"])
+    p.add_argument("--stream", default="auto", choices=["auto", "never"],
+                   help="auto (default): a large JSON trajectory is compacted message by message in bounded "
+                        "memory when that gives the same output (see README); never: always read it whole")
     _add_config_flags(p)
     p.add_argument("-o", "--output", default=None, metavar="FILE")
     _add_common(p)
@@ -315,6 +318,77 @@ def _open_out(path: str | None):
         raise InputError(f"cannot write output: {exc.strerror}", source=path) from None
 
 
+class _Out:
+    """Where a command's output goes: standard output, or a file written whole or not at all (a
+    temporary file beside it, renamed into place by ``commit``; ``abort`` removes it). Opened on
+    the first write: a command that fails before writing leaves nothing behind."""
+
+    def __init__(self, path: str | None):
+        self.path = None if path is None or path == "-" else path
+        self.fh = None
+        self.tmp: str | None = None
+
+    def _open(self):
+        if self.path is None:
+            self.fh = sys.stdout
+            return
+        p = Path(self.path)
+        try:
+            if p.exists() and not p.is_file():  # a device or a pipe: written as it is
+                self.fh = open(p, "w", encoding="utf-8", newline="")
+                return
+            import tempfile
+
+            fd, self.tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+            self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        except OSError as exc:
+            from . import InputError
+
+            raise InputError(f"cannot write output: {exc.strerror}", source=self.path) from None
+
+    def write(self, text: str) -> None:
+        if self.fh is None:
+            self._open()
+        self.fh.write(text)
+
+    def flush(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+
+    def commit(self) -> None:
+        if self.fh is None:
+            self._open()
+        self.fh.flush()
+        if self.fh is not sys.stdout:
+            self.fh.close()
+        if self.tmp is not None:
+            mode = 0o666 & ~_umask()
+            os.chmod(self.tmp, mode)
+            os.replace(self.tmp, self.path)
+            self.tmp = None
+        self.fh = None
+
+    def abort(self) -> None:
+        if self.fh is not None and self.fh is not sys.stdout:
+            try:
+                self.fh.close()
+            except OSError:
+                pass
+        self.fh = None
+        if self.tmp is not None:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+            self.tmp = None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _store_spec(args) -> str:
     from . import default_store_path
 
@@ -337,9 +411,19 @@ def _compactor(args, **options):
 
 
 def cmd_compact(args) -> int:
-    from . import load_document, render, render_to
+    from . import load_document, render, render_to, stream_compact
 
     comp = _compactor(args, **config_options(args))
+    if args.emit in ("json", "messages") and args.input != "-" and getattr(args, "stream", "auto") == "auto":
+        # a JSON file the fold compacts exactly as the in-memory pipeline does: in bounded memory
+        out = _Out(args.output)
+        try:
+            report = stream_compact(comp, args.input, out.write, emit=args.emit, format=args.format)
+            if report is not None:
+                out.commit()
+                return 0
+        finally:
+            out.abort()
     # a Path: '-' is standard input
     doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
     doc.disposable = True  # read here and used once: written in place, not copied
@@ -349,16 +433,15 @@ def cmd_compact(args) -> int:
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     if args.emit not in ("json", "messages"):
         text = render(result, args.emit, lang=comp.config.lang)  # errors (no anchor) before the output opens
-    out, close = _open_out(args.output)
+    out = _Out(args.output)
     try:
         if args.emit in ("json", "messages"):
             render_to(result, args.emit, out, lang=comp.config.lang)  # streamed: never one string
         else:
             out.write(text)
-        out.flush()
+        out.commit()
     finally:
-        if close:
-            out.close()
+        out.abort()
     return 0
 
 

@@ -81,9 +81,71 @@ class _Tail(list):
         return out
 
 
-def _messages(path: Path, max_depth: int) -> Iterator[Any] | None:
-    """The items of the file's top-level JSON array, parsed one by one; None when the file is not
-    one the streamed reader reads exactly as ``json.loads`` would (the in-memory path reads it)."""
+_MESSAGES = object()  # where the message list sits among the top-level values of an object
+
+
+class _Source:
+    """A JSON file the fold reads: a top-level array of messages, or an object with a ``messages``
+    array (request bodies, mini-swe-agent trajectories) whose other values are small."""
+
+    def __init__(self, path: Path, start: int, backend) -> None:
+        self.path, self.start, self.backend = path, start, backend
+        self.top: list[tuple[str, Any]] | None = None  # an object's values in order (messages: _MESSAGES)
+        self.base: tuple[str, ...] = ()
+
+    def items(self) -> Iterator[Any]:
+        with open(self.path, "rb") as fh:
+            fh.seek(self.start)
+            yield from self.backend.items(fh, "messages.item" if self.base else "item", use_float=True)
+
+    def read_top(self) -> None:
+        """An object's top-level values, all but the message list (which is skipped)."""
+        from ijson.common import ObjectBuilder
+
+        top: list[tuple[str, Any]] = []
+        keys: set[str] = set()
+        builder = None
+        skipping = False
+        with open(self.path, "rb") as fh:
+            fh.seek(self.start)
+            events = self.backend.parse(fh, use_float=True)
+            prefix, event, value = next(events)
+            if event != "start_map":
+                raise _Unstreamable("not an object")
+            for prefix, event, value in events:
+                if prefix == "" and event in ("map_key", "end_map"):
+                    if builder is not None:
+                        top.append((key, builder.value))
+                        builder = None
+                    if event == "end_map":
+                        break
+                    key = value
+                    if key in keys:
+                        raise _Unstreamable("a key given twice")
+                    keys.add(key)
+                    skipping = key == "messages"
+                    if skipping:
+                        top.append((key, _MESSAGES))
+                    else:
+                        builder = ObjectBuilder()
+                    continue
+                if skipping:
+                    if prefix == "messages" and event not in ("start_array", "end_array"):
+                        raise _Unstreamable("'messages' is not a list")
+                    continue
+                builder.event(event, value)
+            for _ in events:
+                raise _Unstreamable("more than one value")
+        if "messages" not in keys or keys & {"trajectory_so_far", "history", "system"}:
+            # no message list, or another layout's keys (steps, SWE-agent, OpenHands, Anthropic)
+            raise _Unstreamable("not a chat request body or trajectory")
+        self.top = top
+        self.base = ("messages",)
+
+
+def _source(path: Path, max_depth: int) -> _Source | None:
+    """The file as a :class:`_Source`; None when the file is not one the streamed reader reads
+    exactly as ``json.loads`` would (the in-memory path reads it)."""
     from .formats.inputs import _JSON_START, _safe_for_stream, _yajl
 
     backend = _yajl()
@@ -95,17 +157,14 @@ def _messages(path: Path, max_depth: int) -> Iterator[Any] | None:
         if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
             return None
         body = head[start:].lstrip(b" \t\n\r")
-        if body[:1] != b"[" or not _JSON_START.match(body[:256].decode("utf-8", "replace")):
+        if body[:1] not in (b"[", b"{") or not _JSON_START.match(body[:256].decode("utf-8", "replace")):
             return None
         if not _safe_for_stream(fh, head, max_depth):
             return None
-
-    def items() -> Iterator[Any]:
-        with open(path, "rb") as fh:
-            fh.seek(start)
-            yield from backend.items(fh, "item", use_float=True)
-
-    return items()
+    src = _Source(path, start, backend)
+    if body[:1] == b"{":
+        src.read_top()
+    return src
 
 
 class _Unstreamable(Exception):
@@ -153,16 +212,19 @@ class _Survey:
         self.answered: set[str] = set()  # call ids that have an output (only those can fail)
 
 
-def _survey(items: Iterator[Any]) -> _Survey:
+def _survey(src: _Source) -> _Survey:
     from .formats.openai_chat import ChatReader
 
     check = _layout_checks()
-    reader = ChatReader(())
+    reader = ChatReader(src.base)
+    items = src.items()
     tail = reader.segments = _Tail()
     sv = _Survey()
     calls: set[str] = set()
     results: set[str] = set()
+    n = 0
     for i, msg in enumerate(items):
+        n += 1
         if not check(msg):
             raise _Unstreamable("not an OpenAI chat message")
         if i == 0:
@@ -184,8 +246,8 @@ def _survey(items: Iterator[Any]) -> _Survey:
                     if cid in results:
                         raise _Unstreamable("two outputs of one call id")
                     results.add(cid)
-        sv.messages = i + 1
         _prune_reader(reader)
+    sv.messages = n
     sv.segments = len(tail)
     sv.answered = calls & results
     if not sv.messages:
@@ -461,6 +523,7 @@ class _Fold:
         self.other_keys: set[tuple] = set()  # placeholder keys naming no segment or another one
         self.segments = 0
         self.mirrors: dict[str, list] = {}  # segment id -> its mirror copies' paths, until written
+        self.base: tuple[str, ...] = ()  # where the message list sits in the document
 
     def spools(self) -> list[_Spool]:
         return [self.messages, self.spans, self.ph_level1, self.ph_older, self.texts]
@@ -613,7 +676,9 @@ class _Fold:
         from .formats.base import put_text
         from .normalize import normalize
 
-        holder = {i: msg}
+        holder: dict = {i: msg}
+        if self.base:
+            holder = {self.base[0]: holder}
         for it in items:
             seg = it.seg
             text = it.text
@@ -747,10 +812,10 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
     try:
         if not p.is_file():
             return None
-        items = _messages(p, cfg.max_json_depth)
-        if items is None:
+        src = _source(p, cfg.max_json_depth)
+        if src is None:
             return None
-        survey = _survey(items)
+        survey = _survey(src)
     except _Unstreamable:
         return None
     except Exception:  # noqa: BLE001 - any parse error: the in-memory path reads and names it
@@ -758,11 +823,10 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
     tmpdir = None
     fold = _Fold(comp, survey, tmpdir)
     try:
-        items = _messages(p, cfg.max_json_depth)
-        assert items is not None
-        reader = ChatReader(())
+        fold.base = src.base
+        reader = ChatReader(src.base)
         tail = reader.segments = _Tail()
-        for i, msg in enumerate(items):
+        for i, msg in enumerate(src.items()):
             reader._message(i, msg)
             segs = tail.take()
             if reader.mirrors:
@@ -779,7 +843,9 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
         if summary:
             at = 1 if fold.sv.first_role in ("system", "developer") else 0
             insert = (at, get_format(STREAM_LAYOUT).make_message("user", summary))
-        messages = _Items([fold.messages], insert)
+        messages: Any = _Items([fold.messages], insert)
+        if src.top is not None:
+            messages = {k: (messages if v is _MESSAGES else v) for k, v in src.top}
         if write is not None:
             from .emit import write_parts
 
