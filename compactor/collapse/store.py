@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -34,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 
+from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError, StoreError
 from ..lazyre import lazy_regex
 
@@ -266,16 +266,10 @@ class DirStore(Store):
             return None
 
     def _set_usage(self, n: int) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.root)
         try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(json.dumps({"bytes": n}))
-            os.replace(tmp, self.root / ".usage")
+            write_text_atomic(self.root / ".usage", json.dumps({"bytes": n}))
         except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            pass  # the usage figure is a cache: a later scan recounts it
 
     def _scan(self) -> tuple[list[tuple[int, str, int, Path]], int]:
         """Entries as (mtime_ns, id, size, path), and the number of tombstones."""
@@ -338,20 +332,9 @@ class DirStore(Store):
             except OSError:
                 pass
             return ref
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
         try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
+            write_bytes_atomic(path, data, dir_mode=0o700, durable=True)
         except OSError as exc:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             raise StoreError(f"cannot write store entry: {exc.strerror}", source=self.location) from None
         try:
             os.unlink(path.parent / (ref + ".evicted"))
