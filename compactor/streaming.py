@@ -507,7 +507,7 @@ class _Fold:
         self.tokens_after = 0
         self.level = 0
         self.diagnostics: list[Diagnostic] = []
-        self.seen_exact: dict[str, str] = {}
+        self.seen_exact: dict[bytes, str] = {}
         self.seen_shape: dict[bytes, str] = {}
         self.failing_ids: set[str] = set()
         self.waiting_calls: dict[str, _Segment] = {}
@@ -580,7 +580,8 @@ class _Fold:
         if seg.kind == SegmentKind.tool_result:
             is_old = pos is not None and pos < self.boundary
             spans = item.spans
-            chars, exact, shape = H._digest(seg.text)
+            chars, exact_hex, shape = H._digest(seg.text)
+            exact = bytes.fromhex(exact_hex)  # the same key, in half the memory (one per older output)
             failing = H._failing(seg, tuple(spans))
             if seg.call_id and failing:
                 self.failing_ids.add(seg.call_id)
