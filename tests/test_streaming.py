@@ -301,3 +301,55 @@ def test_a_failed_write_leaves_no_half_file(tmp_path, monkeypatch):
     assert code != 0 and calls["n"] == 1
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+
+
+# ---------------------------------------------------------------------------- the self-check's pass over the output
+
+_WORDS = st.sampled_from(["error", "Error:", "KeyError", "x", "line 12", "  ", "\n", "\t", "src/a.py:3", "ß", "SS",
+                          "Σ", "naïve", "…", "\x1b[31m", "\r\n", "token_7", "the", "failed", "retry"])
+_TEXT = st.lists(_WORDS, max_size=12).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(_TEXT, min_size=1, max_size=6), needles=st.lists(_TEXT, min_size=1, max_size=5),
+       prefix=st.sampled_from([0, 3, 60]))
+def test_the_output_pass_answers_as_the_in_memory_output(pieces, needles, prefix):
+    """``has``, ``has_span`` and ``has_words`` over the spooled texts (asked, scanned, asked again)
+    give the answers of the self-check's in-memory view of the same output."""
+    from compactor.audit.selfcheck import _Output
+    from compactor.models import Span
+    from compactor.normalize import normalize
+    from compactor.streaming import _Finder, _StreamOutput
+
+    kept = {f"m{i}": p for i, p in enumerate(pieces)}
+    mem = _Output(kept, None)
+    norm = {sid: normalize(t) for sid, t in kept.items()}
+    spans = [Span(rule_id="error.keyword", family="error", segment_id=f"m{i % (len(pieces) + 1)}", start=0,
+                  end=max(1, len(t)), line_start=1, line_end=1, text=t) for i, t in enumerate(needles)]
+    finder = _Finder()
+    own = {sid: norm[sid] for sid in list(norm)[:1]}  # the streamed side knows only the request's own text
+
+    def ask(out):
+        return ([out.has(t, prefix=prefix, own="m0") for t in needles] + [out.has(t, prefix=prefix) for t in needles]
+                + [out.has_span(sp) if sp.segment_id in own or sp.segment_id not in norm else None for sp in spans]
+                + [out.has_words(t) for t in needles])
+
+    streamed = _StreamOutput(own, finder)
+    elsewhere = _StreamOutput({}, finder)  # a span not in its own text: asked of the whole output
+    ask(streamed)
+    for sp in spans:
+        elsewhere.has_span(sp)
+    finder.scan(iter(norm.values()))
+    got = ask(streamed)
+    want = ask(mem)
+    # has_span of a span whose own text the streamed side does not hold is asked only after its own
+    # text failed (the fold's check): compare those on the spans the fold would pass on
+    for i, sp in enumerate(spans):
+        k = 2 * len(needles) + i
+        if got[k] is None:
+            o = norm.get(sp.segment_id)
+            if o is not None and sp.text in o:
+                continue
+            got[k] = _StreamOutput({}, finder).has_span(sp)
+            want[k] = mem.has_span(sp)
+    assert got == want
