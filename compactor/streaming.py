@@ -258,14 +258,9 @@ def _survey(src: _Source) -> _Survey:
 def _prune_reader(reader) -> None:
     """Forget what the reader keeps of calls whose output has been read (every call id names one
     call and one output: nothing later asks for it) and the pairs it collects for the writer's drops."""
-    calls = reader.calls
-    done = [cid for cid, waiting in calls._open.items() if not waiting]
-    for cid in done:
-        del calls._open[cid]
-        calls._last.pop(cid, None)
+    for cid in reader.calls.forget_answered():
         reader.call_steps.pop(cid, None)
         reader.call_cmds.pop(cid, None)
-    calls.pairs.clear()
 
 
 # ---------------------------------------------------------------------------- spools
