@@ -788,7 +788,7 @@ class _ContinuationFold:
 
 
 def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], Any] | None = None, *,
-                   emit: str = "json", format: str = "auto", lang: str | None = None) -> Report | None:
+                   emit: str = "json", format: str = "auto") -> Report | None:
     """Compact the JSON file at ``path`` with the compactor ``comp`` as a fold over its messages and
     write what ``compactor compact --emit EMIT`` writes through ``write``; return the report. None
     (nothing written) when the file or the settings are not ones the fold compacts exactly like
