@@ -405,6 +405,8 @@ class _StreamOutput:
 
     # each question splits into lookups of the finder's tables: registered, then answered
     def _sq(self, n: str) -> bool:
+        if not n:
+            return True  # the empty text is in any output (a span of only escape codes squashes to it)
         if n not in self.f.squashed:
             self.f.squashed[n] = False
         return self.f.squashed[n]
