@@ -17,6 +17,9 @@ Every figure is a ratio against a baseline measured in the same run:
 
     python benchmarks/bench_session.py            # -> benchmarks/out/session.json
     python benchmarks/bench_session.py --quick    # smaller (smoke)
+    python benchmarks/bench_session.py --cpu      # per-turn figures in CPU time (a busy shared machine)
+    python benchmarks/bench_session.py --stages   # only: median CPU time per stage of a session turn
+    python benchmarks/bench_session.py --profile  # only: cProfile of the session replay (top functions)
 """
 
 from __future__ import annotations
@@ -77,10 +80,14 @@ def _summary(turn_t: list[float], dumps_t: list[float]) -> dict[str, Any]:
     }
 
 
+CLOCK = time.perf_counter  # --cpu: time.thread_time (CPU time of this thread, for a busy machine)
+
+
 def replay(conv: list[dict[str, Any]], *, stateless: bool, reps: int, from_turn: int = 0) -> dict[str, Any]:
     """Per-turn cost of appending one message and compacting, against json.dumps at that turn."""
     import compactor
 
+    clock = CLOCK
     turn_t: list[float] = []
     dumps_t: list[float] = []
     for _ in range(reps):
@@ -89,20 +96,84 @@ def replay(conv: list[dict[str, Any]], *, stateless: bool, reps: int, from_turn:
         session = compactor.Session(comp) if not stateless else None
         for i, m in enumerate(conv):
             msgs = conv[:i + 1]
-            t0 = time.perf_counter()
+            t0 = clock()
             json.dumps(msgs)
-            d = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            d = clock() - t0
+            t0 = clock()
             if stateless:
                 comp.compact(msgs)
             else:
                 session.append(m)
                 session.compact()
-            c = time.perf_counter() - t0
+            c = clock() - t0
             if i + 1 > from_turn:
                 turn_t.append(c)
                 dumps_t.append(d)
     return _summary(turn_t, dumps_t)
+
+
+def _timed_session(conv: list[dict[str, Any]], reps: int, times: dict[str, list[float]]) -> None:
+    """Replay ``conv`` in a session ``reps`` times, adding each stage's time per turn to ``times``
+    (``read`` includes the session's incremental read of the new message). The times are CPU time
+    of this thread (``time.thread_time``): a breakdown that other processes on a busy machine do
+    not blur."""
+    import compactor
+
+    clock = time.thread_time
+
+    for _ in range(reps):
+        comp = compactor.Compactor()
+        comp.compact([{"role": "user", "content": "warm-up"}])
+        for name, fn in list(comp.stages.items()):
+            def wrapped(state, fn=fn, name=name):
+                t0 = clock()
+                fn(state)
+                turn[name] = turn.get(name, 0.0) + clock() - t0
+            comp.stages[name] = wrapped
+        session = compactor.Session(comp)
+        doc_fn = session._document
+
+        def document(config, doc_fn=doc_fn):
+            t0 = clock()
+            out = doc_fn(config)
+            turn["read"] = turn.get("read", 0.0) + clock() - t0
+            return out
+        session._document = document
+        for m in conv:
+            turn: dict[str, float] = {}
+            t0 = clock()
+            session.append(m)
+            session.compact()
+            turn["total"] = clock() - t0
+            turn["other"] = turn["total"] - sum(v for k, v in turn.items() if k != "total")
+            for k, v in turn.items():
+                times.setdefault(k, []).append(v)
+
+
+def stage_medians(conv: list[dict[str, Any]], reps: int) -> dict[str, float]:
+    """Median microseconds of CPU time per stage of a session turn (replayed ``reps`` times)."""
+    times: dict[str, list[float]] = {}
+    _timed_session(conv, reps, times)
+    return {k: round(_pct(v, .5) * 1e6, 1) for k, v in times.items()}
+
+
+def profile(conv: list[dict[str, Any]], reps: int, top: int = 40) -> None:
+    import cProfile
+    import pstats
+
+    import compactor
+
+    compactor.Compactor().compact([{"role": "user", "content": "warm-up"}])
+    prof = cProfile.Profile()
+    for _ in range(reps):
+        comp = compactor.Compactor()
+        comp.compact([{"role": "user", "content": "warm-up"}])
+        session = compactor.Session(comp)
+        for m in conv:
+            session.append(m)
+            prof.runcall(session.compact)
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
 def prefix_share(conv: list[dict[str, Any]], **options) -> dict[str, Any]:
@@ -164,7 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--corpus", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=HERE / "out" / "session.json")
+    ap.add_argument("--stages", action="store_true", help="only print the median time per stage of a session turn")
+    ap.add_argument("--profile", action="store_true", help="only print a cProfile of the session replay")
+    ap.add_argument("--long", action="store_true", help="with --stages/--profile: the 337-message replay")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time the turns and json.dumps by CPU time of this thread (a busy machine blurs wall time)")
     args = ap.parse_args(argv)
+    if args.cpu:
+        global CLOCK
+        CLOCK = time.thread_time
     from evaluate import default_corpus
 
     corpus = args.corpus or default_corpus()
@@ -172,8 +251,15 @@ def main(argv: list[str] | None = None) -> int:
     source, conv = conversation(corpus)
     if args.quick:
         conv = conv[:30]
+    if args.stages or args.profile:
+        run = repeated(conv, 4) if args.long else conv
+        if args.stages:
+            print(json.dumps({"source": source, "messages": len(run), "median_us": stage_medians(run, 3)}, indent=1))
+        if args.profile:
+            profile(run, 3)
+        return 0
     reps = 1 if args.quick else 3
-    res: dict[str, Any] = {"source": source, "messages": len(conv)}
+    res: dict[str, Any] = {"source": source, "messages": len(conv), "clock": "thread CPU time" if args.cpu else "wall"}
     res["session"] = replay(conv, stateless=False, reps=reps)
     res["stateless_compactor"] = replay(conv, stateless=True, reps=1)
     if not args.quick:

@@ -13,10 +13,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["LazyPattern", "lazy_re", "lazy_regex"]
+__all__ = ["LazyPattern", "lazy_re", "lazy_regex", "use_compiler"]
 
 _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "splititer",
             "scanner")
+
+
+_COMPILERS: dict[str, Any] = {}  # module name -> compile(pattern, flags) used instead of module.compile
+
+
+def use_compiler(module: str, compile: Any) -> None:
+    """Compile the lazy patterns of ``module`` ("regex" or "re") with ``compile(pattern, flags)``,
+    which must return what ``module.compile`` would (e.g. rebuilt from a cached program)."""
+    _COMPILERS[module] = compile
 
 
 class LazyPattern:
@@ -32,7 +41,10 @@ class LazyPattern:
         d = self.__dict__
         p = d.get("_compiled")
         if p is None:
-            p = importlib.import_module(self._module).compile(self.pattern, self._flags)
+            make = _COMPILERS.get(self._module)
+            if make is None:
+                make = importlib.import_module(self._module).compile
+            p = make(self.pattern, self._flags)
             # bound methods in the instance shadow the class's compiling stand-ins below
             for name in _METHODS:
                 method = getattr(p, name, None)

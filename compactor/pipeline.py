@@ -16,7 +16,6 @@ for every :meth:`Compactor.compact` call, a lasting one in a :class:`~compactor.
 
 from __future__ import annotations
 
-import operator
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ STAGES: tuple[str, ...] = ("read", "normalise", "detect", "level1", "anchor", "b
                            "redact", "write")
 REQUIRED_STAGES = frozenset({"read", "write"})
 CACHE_SIZE = 20_000
+COUNT_CACHE_SIZE = 4096  # token counts a conversation keeps by text (see Compactor._counter_for)
 
 
 def collapse_boundary(results: int, keep_recent: int, batch: int = 1) -> int:
@@ -83,15 +83,19 @@ class Conversation:
         self.harden_memo = None  # Level 1's older-output pass, resumed on the settled prefix
         self.text_memo = None  # the self-check's normalised texts
         self.bound_memo = None  # (bound, the anchor, its bounded form) of the last compaction
-        self.detect_memo = None  # (tag, segments, normalised texts, detections) of the last compaction
+        # (the segments' SegmentIndex.mark, normalised texts, detections) of the last compaction (the
+        # maps grow in place); detection depends on no per-call option (the detector is the Compactor's)
+        self.detect_memo = None
         self.level1_memo = None  # the last Level 1 pass (per-segment outcomes)
-        self.tokens_before = None  # (segments, their tokens) of the last compaction
+        self.tokens_before = None  # (the segments' SegmentIndex.mark, their tokens) of the last compaction
         self.continuation_memo = None  # what the continuation check read of each segment
         self.span_memo = None  # the protected spans, per segment
         self.segment_index = None  # lists over the segments (tool results, ids), extended as they grow
         self.count_memo = None  # (the written texts, their token counts) of the last compaction
+        self.replace_memo = None  # (SegmentIndex.mark, the replaced texts) of a session's last spliced write
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
         self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
+        self.count_cache = None  # text -> its token count (the last few thousand counted)
 
     def memo(self, name: str, make):
         """The conversation's memo NAME (one of the fields above), made by ``make()`` the first time."""
@@ -140,6 +144,7 @@ class PipelineState:
     writer: Callable[[Document, Edits], Any] | None = None  # a session's incremental writer
     llm_report: dict[str, Any] | None = None
     result: CompactionResult | None = None
+    _spans_for: tuple | None = field(default=None, repr=False)  # what the span memo was last brought up to date with
 
     @property
     def segments(self) -> list[Segment]:
@@ -173,7 +178,13 @@ class PipelineState:
             return None
         memo = conv.memo("span_memo", _SpanMemo)
         segs = self.doc.segments
-        memo.update(segs, segment_index(conv, segs).ids, self.outcomes)
+        # brought up to date once per compaction: after the Level 1 stage no stage writes the
+        # outcomes (checked again only if the segment list or the outcomes dict was swapped)
+        seen = self._spans_for
+        if seen is None or seen[0] is not segs or seen[1] is not self.outcomes or seen[2] != len(segs) \
+                or seen[3] != len(self.outcomes):
+            memo.update(segs, segment_index(conv, segs), self.outcomes)
+            self._spans_for = (segs, self.outcomes, len(segs), len(self.outcomes))
         return memo
 
 
@@ -183,7 +194,7 @@ class _SpanMemo:
     turn to turn: nothing to compare by content)."""
 
     def __init__(self) -> None:
-        self.segs: list[Segment] = []
+        self.mark: tuple[int, int] | None = None  # the segments it holds (SegmentIndex.mark)
         self.outs: list[Any] = []
         self.ends: list[int] = []  # spans through each segment
         self.spans: list[Span] = []
@@ -191,11 +202,11 @@ class _SpanMemo:
         self.ordered = True  # every span names its own segment and segment indexes are positions
         self.sorted: list[Span] | None = None  # ``parts`` flattened, while they stay as they are
 
-    def update(self, segs: list[Segment], ids: list[str], outcomes: dict[str, Any]) -> None:
-        outs = list(map(outcomes.get, ids))
-        old_segs, old_outs = self.segs, self.outs
-        n = len(old_segs)
-        k = min([n, len(segs), *changed(old_segs, segs)[:1], *changed(old_outs, outs)[:1]])
+    def update(self, segs: list[Segment], index, outcomes: dict[str, Any]) -> None:
+        outs = list(map(outcomes.get, index.ids))
+        old_outs = self.outs
+        n = len(old_outs) if index.extends(self.mark) else 0
+        k = min([n, len(segs), *changed(old_outs, outs)[:1]]) if n else 0
         if k == n == len(segs):
             return
         end = self.ends[k - 1] if k else 0
@@ -212,16 +223,11 @@ class _SpanMemo:
             if seg.index != i or any(x.segment_id != seg.id for x in sp):
                 self.ordered = False
             self.parts.append(sorted(sp, key=_span_order) if len(sp) > 1 else list(sp))
-        self.segs, self.outs = list(segs), outs
+        self.mark, self.outs = index.mark(), outs
 
 
 def _span_order(sp: Span) -> tuple:
     return (sp.start, sp.rule_id)
-
-
-def _same_prefix(old: list, new: list) -> bool:
-    """Are the objects of ``old`` the first ones of ``new`` (the same objects, in order)?"""
-    return len(old) <= len(new) and all(map(operator.is_, old, new))
 
 
 class _Level1Memo:
@@ -231,7 +237,7 @@ class _Level1Memo:
     def __init__(self, tag: tuple, boundary: int):
         self.tag = tag
         self.boundary = boundary
-        self.segs: list[Segment] = []
+        self.mark: tuple[int, int] | None = None  # the segments it holds (SegmentIndex.mark)
         self.outcomes: dict[str, SegmentOutcome] = {}
         self.texts: dict[str, str] = {}
         self.diagnostics: list[Diagnostic] = []
@@ -239,6 +245,10 @@ class _Level1Memo:
         self.diag_at: list[int] = []
         self.ph_at: list[int] = []
         self.level_at: list[int] = []
+
+
+# options a Compactor acts on when it is built; a call cannot change them
+BUILD_OPTIONS = ("rules", "encoding", "store")
 
 
 def _detect_key(seg: Segment) -> tuple:
@@ -256,6 +266,11 @@ class Compactor:
             options["store"] = str(store)
             store = None
         self.config = make_config(config, **options)
+        # the stages' module-level patterns are rebuilt from the engine's cached programs on first use
+        from .engine.programs import compile_pattern
+        from .lazyre import use_compiler
+
+        use_compiler("regex", compile_pattern)
         self.ruleset = load_rules(list(self.config.rules))
         self.detector = Detector(self.ruleset)
         self.classifier = Classifier(self.ruleset.records("classify"))
@@ -272,11 +287,16 @@ class Compactor:
     # ------------------------------------------------------------------ public API
     def compact(self, data: Any, *, format: str = "auto", **overrides) -> CompactionResult:
         """Compact a path, text, bytes, parsed messages or a Document. Stateless: nothing of this
-        conversation is kept for the next call."""
+        conversation is kept for the next call. ``overrides`` are options of this call only; the
+        ones the Compactor acts on when built (``rules``, ``encoding``, ``store``) cannot be changed
+        here (:class:`~compactor.ConfigError`)."""
         conversation = Conversation(self)
         conversation._policy_anchor_cache = self._anchor_memo  # a pure memo (keyed by every segment)
         result = self.run(data, conversation, format=format, **overrides)
-        self._anchor_memo = conversation._policy_anchor_cache
+        memo = conversation._policy_anchor_cache
+        # without the anchor's working state: that is continued (mutated) by the next merge, which
+        # only a conversation of its own may do (calls of one Compactor may run side by side)
+        self._anchor_memo = (*memo[:4], None) if memo is not None and len(memo) == 5 else memo
         return result
 
     def run(self, data: Any, conversation: Conversation, **kw) -> CompactionResult:
@@ -287,6 +307,14 @@ class Compactor:
                   boundary: int | None = None, writer: Callable[[Document, Edits], Any] | None = None,
                   plan: Plan | None = None, **overrides) -> PipelineState:
         config = make_config(self.config, **overrides) if overrides else self.config
+        if config is not self.config:
+            fixed = [f for f in BUILD_OPTIONS if f in overrides and getattr(config, f) != getattr(self.config, f)]
+            if fixed:
+                from .errors import ConfigError
+
+                raise ConfigError(f"option {fixed[0]} is set when the Compactor is built (it compiles the rules, opens "
+                                  f"the store and the tokenizer then): pass it to Compactor(...) or Session(...), "
+                                  f"not to a call")
         state = PipelineState(doc, config, conversation, source=data, format=format, boundary=boundary,
                               writer=writer, plan=plan)
         if config is self.config:
@@ -340,12 +368,31 @@ class Compactor:
         conv = state.conversation
         held = getattr(conv, "tokens_before", None)
         start, total = 0, 0
-        if held is not None and _same_prefix(held[0], segs):
-            start, total = len(held[0]), held[1]
-        total += sum(self.counter.count(s.text) for s in segs[start:])
-        if conv is not None:
-            conv.tokens_before = (list(segs), total)
+        idx = segment_index(conv, segs) if conv is not None else None
+        if held is not None and idx is not None and idx.extends(held[0]):
+            start, total = held[0][1], held[1]
+        total += sum(map(self._counter_for(conv), [s.text for s in segs[start:]]))
+        if idx is not None:
+            conv.tokens_before = (idx.mark(), total)
         return total
+
+    def _counter_for(self, conv: "Conversation | None") -> Callable[[str], int]:
+        """The token count, remembering a conversation's last few thousand counts by text (a new
+        message is counted as read and, unchanged, as written: once)."""
+        if conv is None:
+            return self.counter.count
+        cache = conv.memo("count_cache", dict)
+        count = self.counter.count
+
+        def counted(text: str) -> int:
+            n = cache.get(text)
+            if n is None:
+                if len(cache) >= COUNT_CACHE_SIZE:
+                    cache.clear()
+                n = cache[text] = count(text)
+            return n
+
+        return counted
 
     def _count_pieces(self) -> Callable[[str], int]:
         """The token count for texts re-rendered every turn (the anchor): piece by piece, cached."""
@@ -372,14 +419,16 @@ class Compactor:
         segs = state.segments
         start = 0
         held = getattr(state.conversation, "detect_memo", None)
-        if held is not None and held[0] == state.cache_tag and _same_prefix(held[1], segs):
-            start = len(held[1])
-            state.normalized.update(held[2])
-            state.detections.update(held[3])
+        if held is not None and segment_index(state.conversation, segs).extends(held[0]):
+            start = held[0][1]
+            # the conversation's maps, extended in place with the new segments (no stage writes
+            # an entry of a segment seen before)
+            state.normalized = held[1]
+            state.detections = held[2]
         for seg in segs[start:] if start else segs:
             if seg.kind == SegmentKind.tool_call:
                 continue  # the action always stays verbatim: nothing to protect or collapse in it
-            hit = memo.get((state.cache_tag, *_detect_key(seg)))
+            hit = memo.get(_detect_key(seg))
             if hit is not None:
                 state.normalized[seg.id], state.detections[seg.id] = hit
             else:
@@ -395,13 +444,14 @@ class Compactor:
             det = state.level1.detector.detect_view(TextView(norm), role=seg.role.value, segment_id=seg.id,
                                                     step_id=seg.step_id)
             state.detections[seg.id] = det
-            memo[(state.cache_tag, *_detect_key(seg))] = (norm, det)
+            memo[_detect_key(seg)] = (norm, det)
             if len(memo) > CACHE_SIZE:
                 memo.popitem(last=False)
         state.todo = []
-        if state.conversation is not None:
-            state.conversation.detect_memo = (state.cache_tag, list(state.segments), dict(state.normalized),
-                                              dict(state.detections))
+        conv = state.conversation
+        if conv is not None:  # the maps (the memo's own, or fresh ones) are the conversation's from now on
+            conv.detect_memo = (segment_index(conv, state.segments).mark(), state.normalized,
+                                state.detections)
 
     def _stage_level1(self, state: PipelineState) -> None:
         cfg = state.config
@@ -421,8 +471,8 @@ class Compactor:
         held: _Level1Memo | None = getattr(conv, "level1_memo", None)
         tag = (state.cache_tag, apply, prose)
         start = 0
-        if held is not None and held.tag == tag and _same_prefix(held.segs, segs):
-            start = len(held.segs)
+        if held is not None and held.tag == tag and idx.extends(held.mark):
+            start = held.mark[1]
             lo, hi = sorted((held.boundary, boundary))
             if lo < hi and lo < len(results):
                 first = results[lo]
@@ -475,7 +525,7 @@ class Compactor:
                 new.ph_at.append(len(state.placeholders) - p0 + (held.ph_at[start - 1] if start else 0))
                 new.level_at.append(state.level)
         if conv is not None:
-            new.segs = list(segs)
+            new.mark = idx.mark()
             new.outcomes = state.outcomes  # shared: no stage after this one writes the outcomes
             new.texts = dict(state.texts)  # copied: the later stages rewrite texts
             nd = new.diag_at[-1] if new.diag_at else 0
@@ -557,7 +607,8 @@ class Compactor:
 
             conv = state.conversation
             memo = None if conv is None else conv.memo("continuation_memo", ContinuationMemo)
-            state.anchor, filled = continuation_check(state.anchor, state.segments, memo)
+            index = None if conv is None else segment_index(conv, state.segments)
+            state.anchor, filled = continuation_check(state.anchor, state.segments, memo, index)
             if filled and state.self_check is not None:
                 state.self_check = state.self_check.model_copy(update={
                     "backfilled": [*state.self_check.backfilled, *(f"continuation:{x}" for x in filled)]})
@@ -602,28 +653,50 @@ class Compactor:
         texts = state.texts
         vals = list(map(texts.__getitem__, ids))
         dropped = state.dropped
-        # the texts that are not the original object (found by one identity scan), and of them the changed ones
         orig = idx.texts
-        replace = {ids[i]: vals[i] for i in changed(orig, vals) if vals[i] != orig[i] and ids[i] not in dropped}
+        # the positions whose text is another object than at the last write (the token counts and a
+        # session's replacements are brought up to date there only)
+        held = getattr(conv, "count_memo", None)
+        moved = changed(held[0], vals) if held is not None else None
+        spliced = conv is not None and state.writer is not None and not dropped and not state.summary
+        last = getattr(conv, "replace_memo", None)
+        if conv is not None:
+            conv.replace_memo = None  # (set again below, once this write went through)
+        if spliced and last is not None and held is not None and not idx.rebinds and idx.extends(last[0]) \
+                and last[0][1] == len(held[0]):
+            replace = last[1]
+            touched = set()
+            for i in chain(moved, range(len(held[0]), len(vals))):
+                touched.add(ids[i])
+                if vals[i] != orig[i]:
+                    replace[ids[i]] = vals[i]
+                else:
+                    replace.pop(ids[i], None)
+        else:
+            touched = None
+            # the texts that are not the original object (found by one identity scan), and of them the changed ones
+            replace = {ids[i]: vals[i] for i in changed(orig, vals) if vals[i] != orig[i] and ids[i] not in dropped}
         in_place = doc.disposable and state.writer is None
-        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place)
+        edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place,
+                      touched=touched)
         writer = state.writer or get_format(doc.format).write
         messages = writer(doc, edits)
         if in_place:
             doc.disposable = False  # its data is the output now
-        count = self.counter.count
+        count = self._counter_for(conv)
         before = self._tokens_before(state)
         # the tokens of every text, counted again only where the text changed since the last turn
-        held = getattr(conv, "count_memo", None)
         if held is not None:
             counts = held[1][:len(vals)]
-            for i in changed(held[0], vals):
+            for i in moved:
                 counts[i] = count(vals[i])
             counts.extend(map(count, vals[len(counts):]))
         else:
             counts = list(map(count, vals))
         if conv is not None:
             conv.count_memo = (vals, counts)
+            if spliced:
+                conv.replace_memo = (idx.mark(), replace)
         after = sum([c for sid, c in zip(ids, counts) if sid not in dropped] if dropped else counts)
         if state.summary:
             after += count(state.summary)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from itertools import compress
+from itertools import compress, count
+
+_GENERATIONS = count(1)
 
 from .models import Segment, SegmentKind
 
@@ -35,6 +37,18 @@ class SegmentIndex:
         self.live: list[Segment] = []  # tool results that are not harness text (``meta``)
         self.live_ids: list[str] = []
         self._checked: Sequence[Segment] | None = None  # the list last checked, while it is trusted
+        self.generation = next(_GENERATIONS)  # a new number whenever the lists are built again
+
+    def mark(self) -> tuple[int, int]:
+        """Names the segments indexed now: while :meth:`extends` says so, they are the first
+        segments of the list this index was last updated with (the same objects, in order)."""
+        return (self.generation, len(self.segs))
+
+    def extends(self, mark: tuple[int, int] | None) -> bool:
+        """Are the segments ``mark`` named (see :meth:`mark`) the first ones of the list this index
+        was last updated with? Every update checks that the list only grew (else it starts a new
+        generation), so the answer takes no pass over the segments."""
+        return mark is not None and mark[0] == self.generation and mark[1] <= len(self.segs)
 
     def forget(self) -> None:
         """Check the next list in full (a new compaction: the segments may have changed since)."""

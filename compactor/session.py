@@ -76,8 +76,9 @@ class Session:
         self._copies: dict[int, tuple[tuple, Any]] = {}  # record index -> (its replaced texts, the edited copy)
         self._seg_index: tuple[dict[str, Any], int] = ({}, 0)  # segment id -> segment, and how many are in
         self._record_segments: dict[int, list[str]] = {}  # record index -> its segments' ids
-        # (the segment index it was written with, the last replaced texts, record index -> its edited copy)
-        self._edited: tuple[dict, dict[str, str], dict[int, Any]] | None = None
+        # (the segment index it was written with, the replacement map of the last write, record index -> its edited copy)
+        self._edited: tuple[dict, dict[str, str] | None, dict[int, Any]] | None = None
+        self._base: list[Any] = []  # record index -> the message or its edited copy (what the output copies)
         self._plan: Plan | None = None  # budget hysteresis: the last fitted compaction's decisions
         self.last: CompactionResult | None = None
 
@@ -183,6 +184,7 @@ class Session:
             self._seg_index = ({}, 0)
             self._record_segments = {}
             self._edited = None
+            self._base = []
             doc = load_document(self._records, format=self.format, max_json_depth=config.max_json_depth)
         self._doc, self._doc_count = doc, n
         return doc
@@ -199,21 +201,26 @@ class Session:
         replace = edits.replace
         held = self._edited
         if held is None or held[0] is not index:
-            held = self._edited = (index, {}, {})
-        _, prev, edited = held
-        # the records whose replaced texts differ from the last write's (by identity: a text nothing
-        # rewrote since is the same object)
-        get = prev.get
-        dirty = {index[sid].origin[0] for sid in [sid for sid, t in replace.items() if get(sid) is not t]
-                 if sid in index and index[sid].origin}
-        dirty.update(index[sid].origin[0] for sid in prev.keys() - replace.keys()
-                     if sid in index and index[sid].origin)
+            held = self._edited = (index, None, {})
+            self._base = []
+        _, last, edited = held
+        if edits.touched is not None and replace is last:
+            # the same map as the last write, changed since only where the pipeline says
+            dirty = {index[sid].origin[0] for sid in edits.touched if sid in index and index[sid].origin}
+        else:
+            # every record with a replaced text, and every record edited before (its replacements
+            # may be gone)
+            dirty = {index[sid].origin[0] for sid in replace if sid in index and index[sid].origin}
+            dirty.update(edited)
         copies = self._copies
         records = self._records
+        base = self._base  # what each record's output is a copy of: the message, or its edited copy
+        base.extend(records[len(base):])
         for i in sorted(dirty):
             changes = [(sid, replace[sid]) for sid in self._record_segments[i] if sid in replace]  # in segment order
             if not changes:
                 edited.pop(i, None)
+                base[i] = records[i]
                 continue
             rec = records[i]
             sig = tuple(changes)
@@ -227,15 +234,12 @@ class Session:
                     for mp in mirrors.get(sid, []):
                         put_text(holder, mp, text)
                 hit = copies[i] = (sig, holder[i])
-            edited[i] = hit[1]
-        self._edited = (index, dict(replace), edited)
+            edited[i] = base[i] = hit[1]
+        self._edited = (index, replace, edited)
         try:
-            out = list(map(dict.copy, records))  # chat messages are dicts (a plain dict copy of each)
+            return list(map(dict.copy, base))  # chat messages are dicts (a plain dict copy of each)
         except TypeError:
-            out = [dict(rec) if isinstance(rec, dict) else rec for rec in records]
-        for i, data in edited.items():
-            out[i] = dict(data)
-        return out
+            return [dict(rec) if isinstance(rec, dict) else rec for rec in base]
 
     def _index(self, doc: Document) -> dict[str, Any]:
         """Segment id -> segment of the incrementally read document (extended as it grows), and

@@ -303,6 +303,46 @@ def test_step_by_step_merge_equals_build(comp, name):
     assert merge(b, segments[half:], spans) == whole
 
 
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_continued_working_state_merges_as_a_fresh_one(comp, name):
+    """merge_live goes on with the working state the last merge froze from: every turn's anchor is
+    the one a fresh merge of that anchor gives (and the one build_anchor gives of the prefix), and
+    a state is continued only from the anchor it froze into."""
+    from compactor.anchor.build import build_anchor_live, merge_live
+
+    segments = load_segments(name)
+    spans = live_spans(comp, segments)
+    a, live = build_anchor_live([], [])
+    for i, s in enumerate(segments):
+        own = [sp for sp in spans if sp.segment_id == s.id]
+        fresh = merge(a, [s], own)
+        a, live = merge_live(a, [s], own, live)
+        assert a == fresh, (name, i)
+        assert live.frozen is a
+    assert a == build_anchor(segments, spans)
+    # an older anchor does not take the state (it froze into another one): it is unpacked afresh
+    older = build_anchor(segments[:1], spans)
+    again, other = merge_live(older, segments[1:], spans, live)
+    assert other is not live and again == build_anchor(segments, spans)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_rendering_with_a_memo_is_the_rendering_without_one(comp, name):
+    from compactor.anchor.render import RenderMemo, to_markdown
+
+    segments = load_segments(name)
+    spans = live_spans(comp, segments)
+    memo = RenderMemo()
+    a = build_anchor([], [])
+    for s in segments:
+        a = merge(a, [s], [sp for sp in spans if sp.segment_id == s.id])
+        for lang in ("en", "zh"):
+            got = to_markdown(a, lang, memo)
+            assert got == to_markdown(a, lang), (name, s.id, lang)
+            assert to_markdown(a, lang, memo) is got  # nothing changed: the same text, not joined again
+            assert render_lines(a, lang, memo) == render_lines(a, lang)
+
+
 # --------------------------------------------------------------------------- the seed-000 example
 
 

@@ -90,6 +90,46 @@ def test_growing_conversation_detects_each_segment_once(monkeypatch):
     assert len(calls) == len(detectable)  # same conversation again: everything from the memo
 
 
+def test_per_call_options_do_not_detect_again(monkeypatch):
+    """Detection depends on no per-call option (the detector is the Compactor's): a session
+    re-fitted under a new budget or level reads every segment's detection from the memo."""
+    msgs = json.loads(DEMO.read_text())
+    comp = Compactor(keep_recent=1)
+    calls = []
+    real = comp.detector.detect_view
+
+    def counting(view, **kw):
+        calls.append(kw.get("segment_id"))
+        return real(view, **kw)
+
+    monkeypatch.setattr(comp.detector, "detect_view", counting)
+    session = compactor.Session(comp)
+    session.append(msgs)
+    first = session.compact()
+    n = len(calls)
+    assert n > 0
+    for options in ({"budget": max(50, first.report.tokens_after // 2)}, {"level": 0}, {"keep_recent": 0},
+                    {"lang": "zh"}):
+        session.compact(**options)
+    assert len(calls) == n
+
+
+@pytest.mark.parametrize("option,value", [("rules", ("/nonexistent-rules",)), ("encoding", "o200k_base"),
+                                          ("store", "/tmp/compactor-never-opened")])
+def test_an_option_fixed_at_build_time_is_refused_per_call(option, value):
+    """rules, encoding and store act when the Compactor is built: a call that names another
+    value gets a clear error instead of being silently ignored."""
+    comp = Compactor()
+    msgs = [{"role": "user", "content": "hi"}]
+    with pytest.raises(compactor.ConfigError, match=f"option {option} is set when the Compactor is built"):
+        comp.compact(msgs, **{option: value})
+    session = compactor.Session(comp)
+    session.append(msgs)
+    with pytest.raises(compactor.ConfigError, match=f"option {option}"):
+        session.compact(**{option: value})
+    assert comp.compact(msgs, **{option: getattr(comp.config, option)}).messages  # the same value is fine
+
+
 def test_expand_returns_exact_original():
     comp = Compactor(keep_recent=0)
     res = comp.compact(str(DEMO))

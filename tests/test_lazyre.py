@@ -54,3 +54,48 @@ def test_importing_the_package_compiles_no_regex_pattern():
             "print(n[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert int(out) == 0
+
+
+def test_a_compactor_has_lazy_patterns_rebuilt_from_the_cached_programs(tmp_path):
+    """Once a Compactor is built, a lazy ``regex`` pattern's first use goes through the engine's
+    program cache: a pattern compiled in an earlier process is rebuilt from its program, not
+    parsed again (``regex``'s own compiler is not called), and it is the same pattern."""
+    pattern = r"(?P<head>\bcompactor-lazy-probe\b)\s+(\d+)"
+    code = ("import regex._main as m; n = [0]; f = m._compile\n"
+            "def count(*a, **k):\n    n[0] += 1\n    return f(*a, **k)\n"
+            "m._compile = count\n"
+            "import compactor\n"
+            "from compactor.lazyre import lazy_regex\n"
+            "compactor.Compactor()\n"
+            "n[0] = 0\n"
+            f"p = lazy_regex({pattern!r})\n"
+            "m2 = p.search('x compactor-lazy-probe  42')\n"
+            "print(n[0], m2.group('head'), m2.group(2))")
+    env = {**__import__("os").environ, "COMPACTOR_CACHE": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert first.split() == ["1", "compactor-lazy-probe", "42"]  # parsed once, and its program kept on exit
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert again.split() == ["0", "compactor-lazy-probe", "42"]
+
+
+def test_a_registered_compiler_compiles_the_lazy_patterns_of_its_module():
+    from compactor import lazyre
+
+    seen = []
+
+    def compile_(pattern, flags=0):
+        seen.append((pattern, flags))
+        return regex.compile(pattern, flags)
+
+    old = lazyre._COMPILERS.get("regex")
+    lazyre.use_compiler("regex", compile_)
+    try:
+        p = lazy_regex(r"a(b+)", regex.I)
+        assert p.search("xABBy").group(1) == "BB"
+        assert seen == [(r"a(b+)", regex.I)]
+        assert lazy_re(r"q").search("aq") is not None and len(seen) == 1  # ``re`` patterns: unchanged
+    finally:
+        if old is None:
+            lazyre._COMPILERS.pop("regex", None)
+        else:
+            lazyre.use_compiler("regex", old)

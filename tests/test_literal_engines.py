@@ -261,3 +261,158 @@ def test_a_gate_on_most_lines_falls_back_to_the_whole_text():
         ref = sorted(x[1:5] for x in find_all(TextView(text), RULES, role="tool", engine="python")[0] if x[0] is cr)
         got = sorted(x[1:5] for x in find_all(TextView(text), RULES, role="tool", engine="hyperscan")[0] if x[0] is cr)
         assert got == ref and len(ref) == 2000
+
+
+# ---- the second tier: rule patterns approximated by hyperscan in the same pass ----------------------
+
+from compactor.engine.approx import PROBE, approximate, line_local  # noqa: E402
+from compactor.engine.literals import approx_key  # noqa: E402
+
+APPROXIMATED = [cr for cr in RULES if cr.approx is not None]
+EXAMPLES = sorted({ex for cr in RULES for ex in (*cr.rule.examples.match, *cr.rule.examples.no_match)})
+
+
+def test_most_rules_are_approximated_and_broad_ones_are_not():
+    ids = {cr.id for cr in APPROXIMATED}
+    assert len(ids) >= 30
+    assert {"trace.kernel", "error.crash", "test-failure.summary", "fileref.path-paren"} <= ids
+    # with their lookarounds dropped these match almost any line: they stay on their literals
+    assert not ids & {"fileref.path-line", "number.parameter"}
+    # unless a lookaround's own text is narrower: 'Error|Exception' of '[A-Z][\w$]*+(?<=Error|Exception)'
+    assert "error.exception-line" in ids
+    import re
+
+    near = re.compile(approximate(r"[A-Z][\w$]*+(?<=Error|Exception):", 0))
+    assert near.search("KeyError: x") and near.search("an Exception") and not near.search("Building Foo: 1")
+    assert approximate(r"(?:\w+(?<=Error)|\d+)", 0) is None  # one alternative broad: the whole is
+    assert line_local(*next(cr for cr in RULES if cr.id == "fileref.path-paren").approx_source)
+
+
+def _hs_lines(expr: str, text: str) -> list[int]:
+    import hyperscan
+
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[expr.encode("ascii")], ids=[0], elements=1, flags=[0])
+    view = TextView(text)
+    data, starts, _ = bytes_view(view)
+    out: list[int] = []
+    from bisect import bisect_right
+
+    db.scan(data, match_event_handler=lambda i, a, b, f, c: out.append(bisect_right(starts, b - 1) - 1))
+    return out
+
+
+def test_an_approximation_matches_wherever_its_pattern_does():
+    # each rule's own examples, line by line and with a CI prefix: an ASCII line where the exact
+    # pattern finds a match is found by the approximation, reported once, at the line's end
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    checked = 0
+    for cr in APPROXIMATED:
+        if cr.approx == "":  # needs a non-ASCII character: no ASCII line can match
+            assert not any(cr.start.search(ln) for ex in EXAMPLES for ln in ex.split("\n") if ln.isascii())
+            continue
+        pat = cr.start if hasattr(cr, "start") and cr.approx_source[0] == getattr(cr.spec, "start", None) else cr.pat
+        lines = [ln for ex in EXAMPLES for ln in ex.split("\n") if ln.isascii()]
+        lines += ["2022-05-30T09:10:31.1584995Z " + ln for ln in lines[:200]]
+        text = "\n".join(lines)
+        found = _hs_lines(cr.approx, text)
+        assert len(found) == len(set(found))  # once per line
+        found_set = set(found)
+        for i, ln in enumerate(lines):
+            if pat.search(ln) is not None:
+                assert i in found_set, (cr.id, ln)
+                checked += 1
+    assert checked > 200
+
+
+def test_approximations_are_bounded_on_probe_lines():
+    # the probe lines (ordinary output) match at most one approximation in a few
+    for cr in APPROXIMATED:
+        import re
+
+        if cr.approx == "":
+            continue
+        probe = re.compile(cr.approx)
+        assert sum(probe.search(line) is not None for line in PROBE) <= 2, cr.id
+
+
+def test_unsupported_patterns_have_no_approximation():
+    assert approximate(r"(a+)\1", 0) is None  # a backreference
+    assert approximate(r"\p{L}+:\d", 0) is None  # the regex module's syntax the parser does not read
+    assert approximate(r"(?=x)", 0) is None  # matches the empty string: every line
+    assert approximate(r"^Traceback \(most recent call last\):$", 0) is not None
+    # a pattern that needs a non-ASCII character matches no ASCII line: nothing to scan for
+    assert approximate("● ", 0) == approximate("[✕✗×] x", 0) == approximate("x (?:●|✕)+", 0) == ""
+    assert approximate("(?:●)?abc", 0) is not None and approximate("(?:●)?abc", 0) != ""
+    assert not line_local(r"a\sb", 0) and not line_local(r"a(?=\n)", 0) and not line_local(r"\Aab", 0)
+    assert line_local(r"a[^\n]b(?<=[^\s(]b)", 0)
+
+
+_tier_piece = st.one_of(
+    st.sampled_from(EXAMPLES),
+    st.sampled_from(EXAMPLES).map(str.upper),
+    st.sampled_from(EXAMPLES).map(lambda s: s.replace(" ", "  ")),
+    st.sampled_from(EXAMPLES).map(lambda s: "\n".join("2022-05-30T09:10:31.1584995Z " + x for x in s.split("\n"))),
+    st.sampled_from(["\n", "\n", " ", "é", "İ", "K", "ſ", "中", "0x" * 80, "error " * 70]),
+    st.text(alphabet="abcXYZ019 .:/_=-\t()[]éİ✕", max_size=12),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(_tier_piece, max_size=30))
+def test_approximated_rules_give_the_same_spans_on_every_engine(pieces):
+    # texts from the rules' own examples (upper-cased, re-spaced, CI-prefixed, next to non-ASCII
+    # characters and dense lines): the narrowed candidate lines give exactly the literal tier's spans
+    text = "\n".join(pieces)
+    ref = _spans(text, "python")
+    for eng in ENGINES[:-1]:
+        assert _spans(text, eng) == ref, eng
+
+
+def test_the_tier_is_taken_and_narrows(corpus):
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    text = (corpus / "ci-breakages" / "guava_2087" / "fail.log").read_text(encoding="utf-8", errors="replace")
+    view = TextView(text)
+    literal_scanner([cr for cr in RULES if "tool" in cr.roles], "hyperscan").scan(view)
+    kernel = next(cr for cr in RULES if cr.id == "trace.kernel")
+    near = view._hits[approx_key(kernel.approx)]
+    assert len(near) < len(view.candidates(kernel.prefilter, kernel.ignore_case)) / 10
+    jest = next(cr for cr in RULES if cr.id == "trace.jest")  # '●': candidates are the non-ASCII lines
+    assert jest.approx == "" and view._hits[approx_key("")] == []
+
+
+def test_non_ascii_lines_stay_candidates():
+    # the approximations read bytes: on a line with a non-ASCII character they promise nothing, so
+    # such lines are always searched ('Kelvin sign' folding onto 'k', a class matching 'é')
+    text = "ok\n\u212aernel BUG at x.c:1!\n" + "filler line\n" * 50 + "Traceback (most recent call last):\n  File \"é.py\", line 3\nKeyError: 'é'\n"
+    ref = _spans(text, "python")
+    for eng in ENGINES[:-1]:
+        assert _spans(text, eng) == ref, eng
+
+
+def test_every_corpus_file_gives_the_same_spans_on_every_engine(corpus):
+    from compactor.normalize import normalize
+
+    n = 0
+    for p in sorted(q for q in corpus.rglob("*") if q.is_file()):
+        text = normalize(p.read_text(encoding="utf-8", errors="replace"))
+        ref = _spans(text, "python")
+        for eng in ENGINES[:-1]:
+            assert _spans(text, eng) == ref, (p.name, eng)
+        n += len(ref[0])
+    assert n > 5000
+
+
+def test_approximations_start_where_a_match_must():
+    # leading optional repeats are dropped, a stretch after '[^\n]*' may stand for the whole, and an
+    # alternation behind '^' is read alternative by alternative ('^A|^B' is parsed as '^(?:A|B)')
+    import re
+
+    a = approximate(r"^\s*#\d+\s+0x[0-9a-f]+\s", 0)
+    assert a.startswith(("[\\x23]", "[\\x30][\\x78]"))  # '#' or '0x', not the optional spaces
+    b = approximate(r"^\s+\S[^\n]* \[0x[0-9a-f]+\]$|^ZZTOP:", 0)
+    assert b.startswith("(?:[\\x20][\\x5b][\\x30][\\x78]") and "[\\x5a][\\x5a]" in b
+    for line in ("    at f (x) [0x1f]", "#3  0xdeadbeef in f ()", "ZZTOP: x"):
+        assert re.search(b, line) or re.search(a, line), line

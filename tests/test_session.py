@@ -294,3 +294,19 @@ def test_a_document_changed_in_place_between_compactions_is_indexed_again():
     again = comp.run(None, conv, doc=doc)
     assert _same(again, Compactor(keep_recent=0).compact(changed))
     assert not _same(again, first)
+
+
+def test_a_compactor_keeps_no_anchor_working_state_between_calls(django):
+    """The anchor's working state is continued (mutated) by the next merge: only a session's own
+    conversation keeps it; a Compactor's memo across calls (which may run side by side) holds the
+    frozen anchor only, and the next call gives the one-shot result."""
+    comp = Compactor()
+    comp.compact(django[:20])
+    assert comp._anchor_memo is not None and comp._anchor_memo[4] is None
+    assert _same(comp.compact(django[:30]), Compactor().compact(django[:30]))
+    session = Session(comp)
+    session.append(django[:10])
+    session.compact()
+    assert session.conversation._policy_anchor_cache[4] is not None  # the session's own, continued next turn
+    session.append(django[10:14])
+    assert _same(session.compact(), Compactor().compact(django[:14]))

@@ -11,6 +11,7 @@ no duplicates, and an item's status (superseded, resolved, done) is never reset 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from ..models import (
@@ -62,12 +63,27 @@ _TASK_CHARS = 400  # a long task statement: its first meaningful lines up to thi
 
 def build_anchor(segments: Sequence[Segment], spans: Iterable[Span] = (), *, objective: str | None = None) -> Anchor:
     """Build the anchor of a whole trajectory (segments in conversation order)."""
+    return build_anchor_live(segments, spans, objective=objective)[0]
+
+
+def build_anchor_live(segments: Sequence[Segment], spans: Iterable[Span] = (), *,
+                      objective: str | None = None) -> tuple[Anchor, "_State"]:
+    """:func:`build_anchor`, and the working state it froze from (for :func:`merge_live`)."""
     base = Anchor(cursor=AnchorCursor(objective=objective or ""))
-    return merge(base, segments, spans)
+    return merge_live(base, segments, spans)
 
 
 def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span] = ()) -> Anchor:
     """Evolve ``anchor`` with segments that came after the ones it was built from."""
+    return merge_live(anchor, new_segments, spans)[0]
+
+
+def merge_live(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span] = (),
+               live: "_State | None" = None) -> tuple[Anchor, "_State"]:
+    """:func:`merge`, continuing ``live`` (the working state the previous merge returned) when
+    ``anchor`` is what that state froze into: the fold goes on from where it stopped, as one
+    :func:`build_anchor` of every segment would, instead of unpacking the anchor again. Returns the
+    new anchor and the working state it froze from (to pass to the next merge, once)."""
     by_seg: dict[str, list[Span]] = {}
     ids = {s.id for s in new_segments}
     for sp in spans:
@@ -75,10 +91,17 @@ def merge(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[Span]
             by_seg.setdefault(sp.segment_id, []).append(sp)
     for lst in by_seg.values():
         lst.sort(key=_span_key)
-    st = _State(anchor)
+    if live is not None and live.frozen is anchor:
+        st = live
+        st.frozen = None  # taken: a merge that fails half-way leaves no state to continue
+    else:
+        st = _State(anchor)
     for seg in new_segments:
         st.feed(seg, by_seg.get(seg.id, ()))
-    return st.freeze()
+    a = st.freeze()
+    st.frozen = a
+    st._remember(a)
+    return a, st
 
 
 def _span_key(sp: Span) -> tuple:
@@ -375,10 +398,8 @@ class _State:
                      "related": list(f.related), "unfinished": f.unfinished}
             for f in a.files_touched
         }
-        # the items freeze derives again every time: an equal one is taken as it was (the same
-        # object, so what renders it can tell nothing changed)
-        self._was: dict[tuple[str, str], Any] = {("file", f.path): f for f in a.files_touched}
-        self._was.update((("next", n.id), n) for n in a.next_steps if n.id in derived)
+        self.frozen: Anchor | None = None  # the anchor this state last froze into (see merge_live)
+        self._remember(a, derived)
         self.steps_seen = a.steps_seen
         c = a.cursor
         self.objective = c.objective
@@ -402,6 +423,14 @@ class _State:
         self.error_keys: dict[str, list[str]] = {k: list(v) for k, v in c.error_keys.items()}
         self.finished = c.finished
         self.answered = c.answered
+
+    def _remember(self, a: Anchor, derived: set[str] | None = None) -> None:
+        """The items freeze derives again every time: an equal one is taken as it was in ``a``
+        (the same object, so what renders it can tell nothing changed)."""
+        if derived is None:
+            derived = set(a.cursor.derived_ids)
+        self._was: dict[tuple[str, str], Any] = {("file", f.path): f for f in a.files_touched}
+        self._was.update((("next", n.id), n) for n in a.next_steps if n.id in derived)
 
     # ------------------------------------------------------------------ feeding
     def feed(self, seg: Segment, spans: Sequence[Span]) -> None:
@@ -1223,6 +1252,30 @@ class _State:
             files.append(self._same(("file", path), FileTouch(
                 path=path, actions=list(f["actions"]), first_step=f["first_step"], last_step=f["last_step"],
                 read_superseded=superseded, related=list(f["related"]), unfinished=bool(f["unfinished"]))))
+        fields = dict(
+            facts_learned=list(self.facts.values()),
+            decisions_made=list(self.decisions.values()),
+            open_questions=list(self.questions.values()),
+            dead_ends=list(self.dead.values()),
+            failed_attempts=list(self.failed.values()),
+            intent=intent,
+            key_evidence=list(self.evidence.values()),
+            user_constraints=list(self.constraints.values()),
+            files_touched=files,
+            steps_seen=self.steps_seen,
+        )
+        # what the derived items are computed from: the anchor's fields as read (a plain view, not a
+        # validated model: the one model is built once, below, with everything in it)
+        raw_changes = list(self.changes.values())
+        raw_next = list(self.next_steps.values())
+        draft = SimpleNamespace(**fields, changes_made=raw_changes, next_steps=raw_next, overflow=[])
+        next_steps = self._next_steps(draft)
+        net = _net_changes(draft)
+        derived = [n.id for n in next_steps if n.id not in self.next_steps]
+        derived += [c.id for c in net if c.id not in self.changes]
+        collapsed = raw_changes if [c.id for c in net] != [c.id for c in raw_changes] else []
+        raw_steps = raw_next if [n.id for n in next_steps if n.id in self.next_steps] != \
+            [n.id for n in raw_next] else []
         cursor = AnchorCursor(
             objective=self.objective, seq=self.seq, last_step=self.last_step, open_file=self.open_file,
             step_files=list(self.step_files), file_seq={k: (v[0], v[1], v[2]) for k, v in self.file_seq.items()},
@@ -1233,34 +1286,11 @@ class _State:
             acted=self.acted, plan_steps=list(self.plan_steps),
             user_messages=self.user_messages, current_request=self.current_request,
             error_keys={k: list(v) for k, v in self.error_keys.items()}, finished=self.finished,
-            answered=self.answered,
+            answered=self.answered, derived_ids=derived, collapsed_changes=collapsed, raw_next_steps=raw_steps,
         )
-        a = Anchor(
-            facts_learned=list(self.facts.values()),
-            decisions_made=list(self.decisions.values()),
-            open_questions=list(self.questions.values()),
-            dead_ends=list(self.dead.values()),
-            failed_attempts=list(self.failed.values()),
-            intent=intent,
-            changes_made=list(self.changes.values()),
-            next_steps=list(self.next_steps.values()),
-            key_evidence=list(self.evidence.values()),
-            user_constraints=list(self.constraints.values()),
-            files_touched=files,
-            steps_seen=self.steps_seen,
-            cursor=cursor,
-        )
-        next_steps = self._next_steps(a)
-        net = _net_changes(a)
-        derived = [n.id for n in next_steps if n.id not in self.next_steps]
-        derived += [c.id for c in net if c.id not in self.changes]
-        collapsed = list(a.changes_made) if [c.id for c in net] != [c.id for c in a.changes_made] else []
-        raw_steps = list(a.next_steps) if [n.id for n in next_steps if n.id in self.next_steps] != \
-            [n.id for n in a.next_steps] else []
-        cur = a.cursor.model_copy(update={"derived_ids": derived, "collapsed_changes": collapsed,
-                                          "raw_next_steps": raw_steps})
-        a = a.model_copy(update={"next_steps": next_steps, "changes_made": net, "cursor": cur})
-        return a.model_copy(update={"objective_state": objective_state(a), "next_action_hint": next_action_hint(a)})
+        view = SimpleNamespace(**fields, changes_made=net, next_steps=next_steps, cursor=cursor, overflow=[])
+        return Anchor(**fields, changes_made=net, next_steps=next_steps, cursor=cursor,
+                      objective_state=objective_state(view), next_action_hint=next_action_hint(view))
 
     def _next_steps(self, a: Anchor) -> list[NextStep]:
         """The plan's pending steps (none once the work is finished), then what the state itself

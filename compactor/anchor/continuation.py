@@ -58,17 +58,27 @@ class ContinuationMemo:
 
     def __init__(self) -> None:
         self.segs: list[Segment] = []
+        self.mark: tuple[int, int] | None = None  # with a segment index: the segments read (SegmentIndex.mark)
         self.users: list[Segment] = []
         self.results: list[Segment] = []
         self.failed: list[Segment] = []
         self.last_assistant: Segment | None = None
         self.constraints: dict[int, tuple[Segment, list[str]]] = {}
 
-    def update(self, segments: Sequence[Segment]) -> None:
-        old = self.segs
-        if not (len(old) <= len(segments) and all(map(operator.is_, old, segments))):
-            self.__init__()
-        for s in segments[len(self.segs):]:
+    def update(self, segments: Sequence[Segment], index=None) -> None:
+        """Read the segments not read yet. ``index``: the conversation's segment index, updated
+        with ``segments`` (its mark says, without a pass, whether the segments read are still the
+        first ones)."""
+        if index is not None:
+            if not index.extends(self.mark):
+                self.__init__()
+            start = self.mark[1] if self.mark is not None else 0
+        else:
+            old = self.segs
+            if self.mark is not None or not (len(old) <= len(segments) and all(map(operator.is_, old, segments))):
+                self.__init__()
+            start = len(self.segs)
+        for s in segments[start:]:
             if _is_user_message(s):
                 self.users.append(s)
             elif s.kind == SegmentKind.tool_result and not s.meta:
@@ -77,7 +87,10 @@ class ContinuationMemo:
                     self.failed.append(s)
             elif _is_assistant_message(s):
                 self.last_assistant = s
-        self.segs = list(segments)
+        if index is not None:
+            self.mark, self.segs = index.mark(), []
+        else:
+            self.segs = list(segments)
 
     def constraint_sentences(self, seg: Segment) -> list[str]:
         hit = self.constraints.get(id(seg))
@@ -94,12 +107,13 @@ def _failed(seg: Segment) -> bool:
 
 
 def continuation_check(anchor: Anchor, segments: Sequence[Segment],
-                       memo: ContinuationMemo | None = None) -> tuple[Anchor, list[str]]:
-    """(the anchor with back-filled answers, what was back-filled as ``question:id:step``)."""
+                       memo: ContinuationMemo | None = None, index=None) -> tuple[Anchor, list[str]]:
+    """(the anchor with back-filled answers, what was back-filled as ``question:id:step``).
+    ``index``: the conversation's segment index (with ``memo``: see :meth:`ContinuationMemo.update`)."""
     filled: list[str] = []
     upd: dict = {}
     if memo is not None:
-        memo.update(segments)
+        memo.update(segments, index)
         users, results, failed_any = memo.users, memo.results, memo.failed
         last_said = memo.last_assistant
         said = memo.constraint_sentences

@@ -5,6 +5,7 @@ layout). Each rendering shows every item once."""
 from __future__ import annotations
 
 import operator
+from itertools import chain
 from typing import Any
 
 from ..models import Anchor, Evidence, FileTouch
@@ -155,6 +156,7 @@ class RenderMemo:
     def __init__(self) -> None:
         self.sections: dict[tuple[str, str], tuple[tuple, list[tuple[str, str, str]]]] = {}
         self.counted: tuple | None = None  # (the count function, a rendering, its count): the size bound's
+        self.markdown: tuple | None = None  # (title rows, each section's rows, the Markdown) of the last rendering
 
 
 def _same_deps(a: tuple, b: tuple) -> bool:
@@ -174,13 +176,18 @@ def render_lines(anchor: Anchor, lang: str = "en", memo: RenderMemo | None = Non
 
     :func:`to_markdown` joins the texts; the budget fitter uses the rows to cost each item.
     """
+    return list(chain.from_iterable(_row_groups(anchor, lang, memo)))
+
+
+def _row_groups(anchor: Anchor, lang: str, memo: RenderMemo | None) -> list[list[tuple[str, str, str]]]:
+    """The rows of :func:`render_lines`, as the title group and then one list per section (with a
+    memo, a section whose items did not change is the same list object as the last time)."""
     lang = "zh" if lang == "zh" else "en"
     L = _LABELS[lang]
     a = anchor
-    rows: list[tuple[str, str, str]] = []
     goal = a.cursor.objective or a.intent.current or a.intent.newest_request
-    rows.append(("title", "", L["title"]))
-    rows.append(("goal", "", f"{L['goal']}: {goal}" if goal else f"{L['goal']}:"))
+    groups: list[list[tuple[str, str, str]]] = [
+        [("title", "", L["title"]), ("goal", "", f"{L['goal']}: {goal}" if goal else f"{L['goal']}:")]]
     hist = a.intent.history
     for name, deps, build in (
             ("done", (hist, a.changes_made), _done_rows),
@@ -192,13 +199,13 @@ def render_lines(anchor: Anchor, lang: str = "en", memo: RenderMemo | None = Non
             ("files", (a.files_touched,), _file_rows),
             ("overflow", (a.overflow,), _overflow_rows)):
         if memo is None:
-            rows.extend(build(a, L))
+            groups.append(build(a, L))
             continue
         hit = memo.sections.get((lang, name))
         if hit is None or not _same_deps(hit[0], deps):
             hit = memo.sections[(lang, name)] = (deps, build(a, L))
-        rows.extend(hit[1])
-    return rows
+        groups.append(hit[1])
+    return groups
 
 
 def _section(name: str, label: str, items: list[tuple[str, str]], L: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -314,13 +321,22 @@ def to_markdown(anchor: Anchor, lang: str = "en", memo: RenderMemo | None = None
     """The anchor as Markdown: seed 001's layout (``lang="zh"``) or its English equivalent.
     ``memo``: a conversation's :class:`RenderMemo` (the same text, sections re-rendered only when
     their items changed)."""
-    rows = render_lines(anchor, lang, memo)
+    groups = _row_groups(anchor, lang, memo)
+    if memo is not None:
+        # every section the same list of rows as last time (and the same title and goal): the same text
+        held = memo.markdown
+        if held is not None and held[0] == groups[0] and len(held[1]) == len(groups) - 1 \
+                and all(map(operator.is_, held[1], groups[1:])):
+            return held[2]
     out: list[str] = []
     prev_section = None
-    for section, _, text in rows:
+    for section, _, text in chain.from_iterable(groups):
         if prev_section is not None and section != prev_section:
             out.append("")
         out.append(text)
         prev_section = section
-    return "\n".join(out) + "\n"
+    md = "\n".join(out) + "\n"
+    if memo is not None:
+        memo.markdown = (groups[0], groups[1:], md)
+    return md
 

@@ -74,6 +74,7 @@ class TextMemo:
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
         self._request: tuple[list[Segment], Segment | None] = ([], None)  # (segments seen, the newest request)
         self.protected: tuple | None = None  # protected_spans' last (spans, verdicts, volatile ones, map, version)
+        self._kept: tuple | None = None  # normalize_kept's last (index mark, the texts, their normalised map)
 
     def normalize(self, text: str) -> str:
         v = self.norm.get(text)
@@ -119,6 +120,23 @@ class TextMemo:
             got[i] = self.normalize(vals[i])
         return dict(zip(kept, got))
 
+    def normalize_kept(self, ids: list[str], texts: list[str], index) -> dict[str, str]:
+        """``normalize_all(dict(zip(ids, texts)))`` for a conversation's segments in order (``ids``
+        the segment index's, ``texts`` their current texts): while the index holds the segments of
+        the last call (and no id names two segments), the map of the last call is brought up to
+        date where a text changed and for the new segments, instead of being built again."""
+        held = self._kept
+        if held is not None and not index.rebinds and index.extends(held[0]) and len(texts) >= held[0][1]:
+            n, old, out = held[0][1], held[1], held[2]
+            for i in changed(old, texts):
+                out[ids[i]] = self.normalize(texts[i])
+            for i in range(n, len(texts)):
+                out[ids[i]] = self.normalize(texts[i])
+        else:
+            out = self.normalize_all(dict(zip(ids, texts)))
+        self._kept = (index.mark(), list(texts), out)
+        return out
+
     def unsettled(self, spans: list[Span], kept: dict[str, str]) -> list[Span]:
         """The spans (in order) not known to be verbatim in the kept texts ``kept`` (normalised)."""
         found, get = self.found.get, kept.get
@@ -132,9 +150,14 @@ class _Output:
     piece by piece, a raw text is looked for in each piece, and across pieces only when it holds a
     line break (only then can it straddle two of them)."""
 
-    def __init__(self, kept: dict[str, str], summary: str | None, memo: TextMemo | None = None):
+    def __init__(self, kept: dict[str, str], summary: str | None, memo: TextMemo | None = None,
+                 normalized: dict[str, str] | None = None):
         self.memo = memo
-        if memo is not None:
+        if normalized is not None:  # the kept texts normalised already (TextMemo.normalize_kept)
+            if memo is not None:
+                memo.trim(len(normalized))
+            self.kept = normalized
+        elif memo is not None:
             memo.trim(len(kept))
             self.kept = memo.normalize_all(kept)
         else:
@@ -379,19 +402,22 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
 
 
 def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Anchor | None,
-                  kept: dict[str, str], summary: str | None, *, folded: bool | None = None,
+                  kept: dict[str, str] | None, summary: str | None, *, folded: bool | None = None,
                   protected: list[Span] | None = None, memo: TextMemo | None = None,
-                  output: Any = None) -> SelfCheckResult:
+                  normalized: dict[str, str] | None = None, output: Any = None) -> SelfCheckResult:
     """Ask the three questions of an output; return what failed and what is missing.
 
     ``segments`` and ``spans`` are the original's; ``kept`` maps the ids of the segments still in
     the output to their current text; ``summary`` is the inserted summary (or None). ``folded``
     says whether turns were folded away (default: some segment is not in ``kept``). ``memo``
-    (a conversation's :class:`TextMemo`) saves normalising the texts seen before. ``output``:
-    what answers ``has`` / ``has_span`` / ``has_words`` of the output instead of the kept texts
-    (a reader that streams the output answers from its own pass over it).
+    (a conversation's :class:`TextMemo`) saves normalising the texts seen before; ``normalized``:
+    the kept texts normalised already, in place of ``kept``. ``output``: what answers ``has`` /
+    ``has_span`` / ``has_words`` of the output instead of the kept texts (a reader that streams the
+    output answers from its own pass over it).
     """
-    out = output if output is not None else _Output(kept, summary, memo)
+    if kept is None:
+        kept = normalized
+    out = output if output is not None else _Output(kept, summary, memo, normalized)
     res = SelfCheckResult()
     seen: set[str] = set()
 

@@ -565,9 +565,14 @@ class _Escalation:
         st = self.state
         if cand is None:  # Level 1 only: the self-check on the raw output
             ids = self.index.update(st.segments).ids
-            kept = dict(zip(ids, map(st.texts.__getitem__, ids)))
-            res = run_selfcheck(st.segments, self.spans, self.full, kept, None, folded=False,
-                                protected=self.protected, memo=self.memo)
+            texts = list(map(st.texts.__getitem__, ids))
+            if self.memo is not None:  # normalised where a text changed since the last turn
+                res = run_selfcheck(st.segments, self.spans, self.full, None, None, folded=False,
+                                    protected=self.protected, memo=self.memo,
+                                    normalized=self.memo.normalize_kept(ids, texts, self.index))
+            else:
+                res = run_selfcheck(st.segments, self.spans, self.full, dict(zip(ids, texts)), None, folded=False,
+                                    protected=self.protected, memo=self.memo)
             anchor = apply_to_anchor(self.full, res.missing, self.full)
             st.anchor = anchor
             if res.missing:
@@ -659,7 +664,7 @@ def full_anchor(compactor, state) -> Anchor:
     The prefix is checked segment by segment, by identity first (a session's reader keeps its
     segment objects, detection its spans) and by content where identity differs; the anchor
     stage and the budget stage of one compaction share the result."""
-    from ..anchor import build_anchor, merge
+    from ..anchor.build import build_anchor_live, merge_live
 
     segs = state.segments
     outcomes = state.outcomes
@@ -672,9 +677,9 @@ def full_anchor(compactor, state) -> Anchor:
 
     cfg_key = state.config if state.config is getattr(compactor, "config", None) else state.config.model_dump_json()
     cached = getattr(compactor, "_policy_anchor_cache", None)
-    anchor = None
-    if cached is not None and len(cached) == 4 and (cached[0] is cfg_key or cached[0] == cfg_key):
-        _, csegs, canchor, couts = cached
+    anchor = live = None
+    if cached is not None and len(cached) == 5 and (cached[0] is cfg_key or cached[0] == cfg_key):
+        _, csegs, canchor, couts, clive = cached
         n = len(csegs)
         same = n <= len(segs)
         if same:
@@ -691,11 +696,13 @@ def full_anchor(compactor, state) -> Anchor:
             rest = segs[n:]
             if not rest:
                 return canchor
-            anchor = merge(canchor, rest, [sp for s in rest for sp in spans_of(s)])
+            # the working state the cached anchor froze from goes on with the new segments
+            anchor, live = merge_live(canchor, rest, [sp for s in rest for sp in spans_of(s)], clive)
     if anchor is None:
-        anchor = build_anchor(segs, [sp for s in segs for sp in spans_of(s)], objective=state.config.objective)
+        anchor, live = build_anchor_live(segs, [sp for s in segs for sp in spans_of(s)],
+                                         objective=state.config.objective)
     try:
-        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, outs)
+        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, outs, live)
     except AttributeError:  # pragma: no cover - a compactor that does not take attributes
         pass
     return anchor

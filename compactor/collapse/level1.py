@@ -106,7 +106,7 @@ class SegmentOutcome:
     spans: list[Span] = field(default_factory=list)
     placeholders: list[Placeholder] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    classification: str | None = None
+    classification: str | None = None  # the classifier rule, when it was asked (a long enough unprotected run)
 
 
 class Level1:
@@ -214,8 +214,11 @@ class Level1:
         spans = new_spans
 
         # 2. classify the whole output
+        # (a summary replaces only a region of at least min_collapse_lines unprotected lines, or
+        # the whole output: with no such run the classification cannot change the text, and
+        # the classifier is not asked)
         cls: Classification | None = None
-        if role == "tool":
+        if role == "tool" and _longest_gap(protected, n) >= cfg.min_collapse_lines:
             cls = self.classifier.classify(norm, command=command, exit_code=exit_code, lines=lines)
             if cls is not None and cls.family in FILE_FAMILIES and n <= cfg.file_read_lines:
                 cls = None  # short file reads stay as they are
@@ -304,6 +307,15 @@ class Level1:
             pos = run.end + 1
         out.extend(region[pos:])
         return out
+
+
+def _longest_gap(protected: set[int], n: int) -> int:
+    """The longest run of consecutive lines ``0..n-1`` none of which is in ``protected``."""
+    best, prev = 0, -1
+    for i in sorted(x for x in protected if 0 <= x < n):
+        best = max(best, i - prev - 1)
+        prev = i
+    return max(best, n - prev - 1)
 
 
 def _already_compacted(lines: list[str]) -> set[int]:

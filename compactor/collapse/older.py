@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from itertools import compress
 from typing import Any
 
 
@@ -164,6 +163,7 @@ class HardenMemo:
         self.boundary = 0  # the collapse boundary and first recent step the prefix was settled under
         self.first_recent_step: int | None = None
         self.segs: list = []
+        self.generation: int | None = None  # the segment index generation ``segs`` were taken from
         self.ids: list[str] = []
         self.outs: list = []  # their Level 1 outcomes (the same objects next time: nothing to compare)
         self.texts: list[str] = []
@@ -176,7 +176,9 @@ class HardenMemo:
         self.calls_failed: set[str] = set()  # call ids left verbatim because an output of theirs failed
         self.failing: dict[str, tuple] = {}  # segment id -> (segment, spans, failing)
         self.digests: dict[str, tuple] = {}  # segment id -> (segment, chars, exact digest, shape digest)
-        self._fail: tuple[list, list, list[bool]] = ([], [], [])  # failed_calls' last answer per output
+        # failed_calls' last answer: (the outputs, or the index generation they came from, their
+        # outcomes, failing or not per output, call id -> how many of its outputs fail)
+        self._fail: tuple[list, list, list[bool], dict[str, int]] = ([], [], [], {})
 
     def reset(self, tag: Any) -> None:
         failing, digests, fail = self.failing, self.digests, self._fail
@@ -184,20 +186,42 @@ class HardenMemo:
         self.tag = tag
         self.failing, self.digests, self._fail = failing, digests, fail
 
-    def failed_calls(self, results: list, outcomes: list) -> set[str]:
+    def failed_calls(self, results: list, outcomes: list, generation: int | None = None) -> set[str]:
         """The call ids of which a tool output fails (``results`` with their Level 1
-        ``outcomes``); only the outputs whose outcome changed since the last call are judged again."""
-        prev_res, prev_outs, flags = self._fail
-        n = len(prev_res)
-        if not (n <= len(results) and all(map(operator.is_, prev_res, results))):
-            n, flags = 0, []
-        flags = flags[:n]
+        ``outcomes``); only the outputs whose outcome changed since the last call are judged again.
+        ``generation``: the conversation's segment index generation ``results`` come from (while
+        it is the same, the results of the last call are the first ones of these)."""
+        prev_res, prev_outs, flags, counts = self._fail
+        n = len(flags)
+        if generation is not None and prev_res == generation:
+            if n > len(results):
+                n, flags, counts = 0, [], {}
+        elif not (type(prev_res) is list and n <= len(results) and all(map(operator.is_, prev_res, results))):
+            n, flags, counts = 0, [], {}
+
+        def judge(i: int) -> bool:
+            return bool(results[i].call_id) and self.is_failing(results[i], outcomes[i])
+
+        def count(i: int, step: int) -> None:
+            cid = results[i].call_id
+            c = counts.get(cid, 0) + step
+            if c:
+                counts[cid] = c
+            else:
+                counts.pop(cid, None)
+
         for i in changed(prev_outs[:n], outcomes):
-            flags[i] = bool(results[i].call_id) and self.is_failing(results[i], outcomes[i])
+            new = judge(i)
+            if new != flags[i]:
+                count(i, 1 if new else -1)
+                flags[i] = new
         for i in range(n, len(results)):
-            flags.append(bool(results[i].call_id) and self.is_failing(results[i], outcomes[i]))
-        self._fail = (list(results), outcomes, flags)
-        return {s.call_id for s in compress(results, flags)}
+            new = judge(i)
+            flags.append(new)
+            if new:
+                count(i, 1)
+        self._fail = (generation if generation is not None else list(results), outcomes, flags, counts)
+        return set(counts)
 
     def digest(self, seg) -> tuple[int, str, bytes]:
         """(normalised length, digest of the normalised text, digest of its shape) of a tool
@@ -258,7 +282,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
     fresh = memo is None
     if memo is None:
         memo = HardenMemo()
-    failed_calls = memo.failed_calls(results, list(map(outcomes.get, idx.live_ids)))
+    failed_calls = memo.failed_calls(results, list(map(outcomes.get, idx.live_ids)), idx.generation)
 
     start = 0
     if not fresh:
@@ -268,7 +292,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             and (memo.first_recent_step is None or (first_recent_step is not None
                                                     and first_recent_step >= memo.first_recent_step)) \
             and not (memo.calls_kept & failed_calls) and memo.calls_failed <= failed_calls \
-            and all(map(operator.is_, memo.segs, segs))
+            and memo.generation == idx.generation  # the index saw the list grow: its first n are memo.segs
         if ok:
             cur = list(map(outcomes.get, memo.ids))
             if not all(map(operator.is_, memo.outs, cur)):  # a changed outcome: compare what harden reads
@@ -287,6 +311,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         else:
             memo.reset(state.cache_tag)
         memo.boundary, memo.first_recent_step = boundary, first_recent_step
+        memo.generation = idx.generation
     seen_exact, seen_shape = memo.seen_exact, memo.seen_shape
     settled = True  # still extending the memo's settled prefix
 

@@ -16,6 +16,11 @@ All three give identical results (a property test compares them): for each liter
 letters in either case (non-ASCII text never matches an ASCII letter of a literal); literals with
 non-ASCII letters that have case are matched lowered against the lowered text.
 
+With hyperscan, the same pass also runs the rules' approximate patterns (``approx``): per
+approximation, the lines where its rule's pattern may match (``approx_key``); the exact pattern
+then runs only on the lines both tiers found. The other engines have no such tier; the rules then
+run on their literals' lines, with the same results.
+
 Dense lines (a 1 MB line of ``0x…``) are cut short: after ``LINE_CAP`` matches on one line the scan
 resumes at the next line, so its cost stays linear in the text, not in the number of matches. The
 lines already seen keep every literal found so far; a literal that occurs only after the cap on a
@@ -32,7 +37,7 @@ from bisect import bisect_right
 from itertools import accumulate
 from operator import add
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 from ..lazyre import lazy_re
 
 
@@ -48,7 +53,7 @@ class TextView(Protocol):
 
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
-__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "available_engines", "gate_fits_hyperscan", "gate_key",
+__all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "approx_key", "available_engines", "gate_fits_hyperscan", "gate_key",
            "literal_key", "scan_chunked"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
@@ -88,9 +93,16 @@ class LiteralScanner:
     """Compiled once per set of literals; ``scan(view)`` fills the view's literal cache."""
 
     def __init__(self, literals: list[tuple[str, bool]], engine: str | None = None,
-                 gates: list[tuple[str, bool]] = ()):
+                 gates: list[tuple[str, bool]] = (), approx: list[str] | Callable[[], list[str]] = ()):
         keys = sorted({literal_key(lit, ci) for lit, ci in literals if lit})
         self.keys = keys
+        # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan;
+        # the empty one (a pattern that needs a non-ASCII character) matches no ASCII line: not scanned.
+        # Given as a function, they are worked out when hyperscan is first prepared (a short text
+        # searched with str.find never needs them)
+        self._approx_source = approx
+        self.approx: list[str] = []
+        self._non_ascii_only = False
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
         self._gate_db = None
@@ -131,7 +143,14 @@ class LiteralScanner:
                 import hyperscan
 
                 self._terminated = hyperscan.ScanTerminated
-                self._db = _hyperscan_db(self._bytes_keys)
+                approx = self._approx_source() if callable(self._approx_source) else self._approx_source
+                self.approx = sorted(set(approx) - {""})
+                self._non_ascii_only = "" in approx
+                try:
+                    self._db = _hyperscan_db(self._bytes_keys, self.approx)
+                except hyperscan.error:  # an approximation hyperscan cannot compile: its rule keeps its literals
+                    self.approx = [a for a in self.approx if _hs_compiles(a)]
+                    self._db = _hyperscan_db(self._bytes_keys, self.approx)
             elif self.engine == "ahocorasick" and self._ac is None:
                 self._ac = _ahocorasick(self._bytes_keys)
         except ImportError:  # installed but unusable (a missing shared library): str.find gives the same
@@ -158,6 +177,11 @@ class LiteralScanner:
             hits = self._scan_ahocorasick(view)
         for (key, _, _), lines in zip(self._bytes_keys, hits):
             view._hits[key] = lines
+        if self.engine == "hyperscan":
+            for expr, lines in zip(self.approx, hits[len(self._bytes_keys):]):
+                view._hits[approx_key(expr)] = lines
+            if self._non_ascii_only:
+                view._hits[approx_key("")] = []
         for lit, ci in self._lowered:
             view.lines_with(lit, ci)
         if self.engine == "hyperscan" and self.gates:
@@ -195,13 +219,22 @@ class LiteralScanner:
         return data, starts
 
     def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
-        data, starts = self._bytes_view(view)
-        out: list[list[int]] = [[] for _ in self._bytes_keys]
+        """Per literal, then per approximate pattern, the lines where it is found. An approximate
+        pattern's lines also include every line of a chunk cut short by a dense line; the lines
+        with a non-ASCII character, where an approximation promises nothing, are added by its
+        reader (``matchers.CompiledRule._lines``: a text with thousands of them would otherwise
+        make every rule's candidates thousands of lines long)."""
+        data, starts, _ = bytes_view(view)
+        nkeys = len(self._bytes_keys)
+        out: list[list[int]] = [[] for _ in range(nkeys + len(self.approx))]
         state, on_match = _line_matches(starts, out)
         recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
         out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
         if recheck:
             self._recheck_dense(view, recheck, out)
+        if self.approx and recheck:
+            extra = set(recheck)
+            out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
         return out
 
     def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
@@ -295,11 +328,20 @@ def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
             end = starts[b] if b < n else len(text)
             if not text[starts[a]:end].isascii():
                 wide.extend(i for i in range(a, b) if not lines[i].isascii())
-        shift = [0] * n
-        for i in wide:
-            if i + 1 < n:
-                shift[i + 1] = len(lines[i].encode("utf-8", "surrogatepass")) - len(lines[i])
-        got = (text.encode("utf-8", "surrogatepass"), list(map(add, starts, accumulate(shift))), wide)
+        # each line's offset grows by the extra bytes of the wide lines before it: shifted run by run
+        # (the lines between two wide lines share one shift)
+        bstarts = list(starts)
+        delta = 0
+        for k, i in enumerate(wide):
+            delta += len(lines[i].encode("utf-8", "surrogatepass")) - len(lines[i])
+            a, b = i + 1, (wide[k + 1] + 1 if k + 1 < len(wide) else n)
+            if delta and a < b:
+                bstarts[a:b] = map(delta.__add__, starts[a:b])
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (from surrogateescape decoding)
+            data = text.encode("utf-8", "surrogatepass")
+        got = (data, bstarts, wide)
     view._bytes = got
     return got
 
@@ -382,11 +424,17 @@ def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, term
     return recheck
 
 
-def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
+def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]], approx: list[str] = ()):
+    """One database of the literals (ids 0..n-1) and the approximate patterns (ids n..), cached
+    on disk by their hash: compiling the approximations takes about a second."""
     import hyperscan
 
     exprs = [_hs_escape(needle) for _, needle, _ in bytes_keys]
     flags = [hyperscan.HS_FLAG_CASELESS if caseless else 0 for _, _, caseless in bytes_keys]
+    exprs += [a.encode("ascii") for a in approx]
+    # hyperscan's own prefilter mode may widen an approximation further (it reports every end
+    # offset the expression has, and maybe more): a third of the scan time on the real CI logs
+    flags += [hyperscan.HS_FLAG_PREFILTER] * len(approx)
     h = hashlib.sha256()
     h.update(str(getattr(hyperscan, "__version__", "?")).encode())
     for e, f in zip(exprs, flags):
@@ -408,6 +456,11 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]]):
     except OSError:  # a read-only home: the database lives in memory only
         pass
     return db
+
+
+def approx_key(expr: str) -> tuple[str, str]:
+    """The key of an approximate pattern's candidate lines in a view's literal cache."""
+    return ("approx", expr)
 
 
 def gate_key(pattern: str, ignore_case: bool) -> tuple[str, str, bool]:
@@ -434,6 +487,17 @@ def _hyperscan_gate_db(gates: list[tuple[str, bool]]):
                flags=[hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in gates])
     db.scratch = hyperscan.Scratch(db)
     return db
+
+
+def _hs_compiles(expr: str) -> bool:
+    import hyperscan
+
+    try:
+        hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(expressions=[expr.encode("ascii")], ids=[0],
+                                                                elements=1, flags=[hyperscan.HS_FLAG_PREFILTER])
+        return True
+    except hyperscan.error:
+        return False
 
 
 def _hs_escape(needle: bytes) -> bytes:

@@ -11,6 +11,10 @@ Speed comes from doing as little per line as possible:
   such a rule has a ``gate`` that hyperscan reads like ``regex`` (``literals.gate_fits_hyperscan``),
   the one-pass literal scan also finds the lines the gate may match and the pattern runs only on
   those lines (``fileref.path-line``);
+- with hyperscan, the one pass also runs an approximation of every rule's pattern
+  (``approx.approximate``, a superset on ASCII lines) and the exact pattern runs only on the lines
+  both its literals and its approximation found (``CompiledRule._lines``); a whole-text rule whose
+  matches lie within lines (``approx.line_local``) searches only the lines its approximation found;
 - patterns are compiled once per process, and rebuilt from their compiled programs kept on disk
   (``programs.py``) rather than parsed again in each process.
 
@@ -32,7 +36,8 @@ from typing import TYPE_CHECKING, Iterable
 from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
-from .literals import LiteralScanner, gate_fits_hyperscan, gate_key, literal_key
+from .approx import approximate, line_local
+from .literals import LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, literal_key
 from .records import FLAG_NAMES
 from ..lazyre import lazy_regex
 
@@ -49,6 +54,9 @@ LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lin
 BASE_BUDGET = 0.05  # seconds of CPU per rule per text, plus PER_MB per MiB
 PER_MB = 0.1  # 10 MB/s per rule: a safety net against runaway patterns, not a speed target
 SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
+# a whole-text rule searches only the lines its approximation may match when they are at most this
+# share of the text's lines (one search per line costs about a microsecond more than the whole text's)
+APPROX_SHARE = 0.05
 
 
 class TextView:
@@ -177,6 +185,26 @@ def _in(hay, lit: str):
     return lit if type(hay) is str else lit.encode("ascii")
 
 
+_WIDE = ("wide",)  # key of the set of lines with a non-ASCII character in a view's literal cache
+
+
+def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
+    """The lines of ``cand`` (ascending) that are in ``near`` or hold a non-ASCII character
+    (there an approximation promises nothing)."""
+    wide = bytes_view(view)[2]
+    if wide:
+        wide_set = view._hits.get(_WIDE)
+        if wide_set is None:  # once per view: a log with progress bars has thousands of such lines
+            wide_set = view._hits[_WIDE] = set(wide)
+        keep = set(near)
+        return [i for i in cand if i in keep or i in wide_set]
+    if len(near) < len(cand):
+        keep = set(cand)
+        return [i for i in near if i in keep]
+    keep = set(near)
+    return [i for i in cand if i in keep]
+
+
 def _lines_holding(hay, starts: list[int], needle) -> list[int]:
     """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``) that contain
     ``needle``, once each, in order."""
@@ -273,9 +301,23 @@ class CompiledRule:
             getattr(self, name, None)
         return self
 
+    # the pattern the one-pass scan approximates (``approx``): None for kinds that have none
+    approx_source: tuple[str, int] | None = None
+
+    @cached_property
+    def approx(self) -> str | None:
+        """The hyperscan approximation of this rule's (start) pattern, or None."""
+        src = self.approx_source
+        return approximate(*src) if src is not None else None
+
     def _lines(self, view: TextView) -> Iterable[int] | None:
         if self.prefilter:
-            return view.candidates(self.prefilter, self.ignore_case)
+            cand = view.candidates(self.prefilter, self.ignore_case)
+            if self.approx is not None:
+                near = view._hits.get(approx_key(self.approx))
+                if near is not None:  # found by the one-pass scan: only lines where the pattern may match
+                    cand = _within(cand, near, view)
+            return cand
         return None
 
 
@@ -285,6 +327,7 @@ class RegexRule(CompiledRule):
         spec = rule.regex_
         assert spec is not None
         self.spec = spec
+        self.approx_source = (spec.pattern, _flags(spec.flags))
 
     # compiled on first use: with the one-pass literal scan, a rule whose literals never occur is
     # never compiled (compiling is most of a short run's start-up)
@@ -303,7 +346,18 @@ class RegexRule(CompiledRule):
         t0 = time.process_time()
         nlines = len(view.lines)
         if cand is None:
-            gated = view._hits.get(gate_key(*self.text_gate)) if self.text_gate is not None else None
+            if self.text_gate is not None:
+                gated = view._hits.get(gate_key(*self.text_gate))
+            elif self.approx is not None and line_local(*self.approx_source):
+                gated = view._hits.get(approx_key(self.approx))
+                if gated is not None:
+                    wide = bytes_view(view)[2]
+                    if wide:  # the approximation promises nothing on lines with a non-ASCII character
+                        gated = sorted(set(gated).union(wide))
+                    if len(gated) > APPROX_SHARE * nlines:
+                        gated = None  # on many lines: one search of the whole text is cheaper
+            else:
+                gated = None
             try:
                 if gated is None:
                     matches = list(self.whole.finditer(view.text, timeout=budget))
@@ -446,6 +500,7 @@ class LineBlockRule(CompiledRule):
         spec = rule.line_block
         assert spec is not None
         self.spec = spec
+        self.approx_source = (spec.start, 0)
 
     @cached_property
     def start(self) -> regex.Pattern:
@@ -798,10 +853,18 @@ def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> Lit
     once per process)."""
     lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}))
     gates = tuple(sorted({g for cr in rules if (g := getattr(cr, "text_gate", None)) is not None}))
-    key = (lits, gates, engine)
+    # the rule ids too: the approximations come from the rules, and are worked out only later (a
+    # rule edited under the same id finds its own approximation missing and runs on its literals)
+    key = (lits, gates, engine, tuple(cr.id for cr in rules))
     sc = _SCANNERS.get(key)
     if sc is None:
-        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates))
+        # rules' approximate patterns: those of prefiltered rules narrow their candidate lines;
+        # a whole-text rule's, when its matches lie within lines, replace the whole-text search
+        def approx() -> list[str]:  # worked out only if hyperscan is used
+            return sorted({cr.approx for cr in rules if cr.approx is not None
+                           and (cr.prefilter or (getattr(cr, "text_gate", 0) is None and line_local(*cr.approx_source)))})
+
+        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates), approx)
     return sc
 
 

@@ -134,6 +134,9 @@ class Edits:
     summary: str | None = None
     # the document is not used again: the writer may change ``doc.data`` instead of a copy of it
     in_place: bool = False
+    # when ``replace`` is the same map object the previous write got: the ids whose entry may have
+    # changed since (added, changed or removed); None: not known (an incremental writer looks at all)
+    touched: set[str] | None = None
 
     def is_empty(self) -> bool:
         return not (self.replace or self.drop or self.summary)
