@@ -770,7 +770,7 @@ class _ContinuationFold:
         from .anchor.continuation import ContinuationMemo
 
         self.memo = ContinuationMemo()
-        self.memo.update = lambda segments: None  # fed below, never from a segment list
+        self.memo.update = lambda segments, index=None: None  # fed below, never from a segment list
 
     def feed(self, s: Segment) -> None:
         from .anchor import continuation as CC
