@@ -4,7 +4,6 @@ reader never sees half a file and an interrupted write leaves the old one whole.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["write_bytes_atomic", "write_text_atomic"]
@@ -15,6 +14,8 @@ def write_bytes_atomic(path: Path, data: bytes, *, dir_mode: int = 0o777, durabl
 
     ``dir_mode``: the mode of folders created for it (0o700 for private state); ``durable``: flush to
     disk (``fsync``) before the rename. An ``OSError`` leaves no temporary file behind."""
+    import tempfile  # here: importing it (with shutil, random) costs a short run's start-up more than a write
+
     path.parent.mkdir(mode=dir_mode, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:

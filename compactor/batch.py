@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 import compactor
 from compactor import CompactorConfig, CompactorError, ConfigError, InputError
@@ -96,8 +96,10 @@ class BatchConfig(BaseModel):
         :class:`~compactor.ConfigError` naming the option."""
         try:
             return cls(compactor=CompactorConfig(**options), format=format, emit=emit, mode=mode)
-        except ValidationError as exc:
-            err = exc.errors()[0]
+        except TypeError as exc:  # an option CompactorConfig does not have
+            raise ConfigError(f"invalid option: {exc}") from None
+        except ValueError as exc:  # pydantic's ValidationError, or the config's own check: both name the field
+            err = exc.errors()[0]  # type: ignore[attr-defined]
             name = ".".join(str(x) for x in err["loc"])
             raise ConfigError(f"invalid option {name}: {err['msg']}") from None
 

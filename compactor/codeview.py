@@ -36,9 +36,9 @@ pygments. Deterministic: the same call and output give the same view.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
 from .lazyre import lazy_re
+from .record import Field, Record
 
 __all__ = ["Definition", "View", "call_kind", "classify", "language_of", "split_commands"]
 
@@ -49,8 +49,7 @@ _MAX_LINES = 20_000  # lines of one output given a role; the rest are "text" (fa
 _MAX_DEF_CHARS = 200_000  # characters of a source view lexed for definitions
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(Record, plain=True, frozen=True):
     """A function or class that a source view shows. ``line`` is the file's line number when the
     view has line-number prefixes, else the 1-based line of the output."""
 
@@ -59,14 +58,13 @@ class Definition:
     line: int
 
 
-@dataclass(frozen=True)
-class View:
+class View(Record, plain=True, frozen=True):
     kind: str
     roles: tuple[str, ...]  # one per line of the output (``output.split("\\n")``)
     language: str = ""  # pygments lexer name of the viewed file ("Python", "Pony"), "" if unknown
     path: str = ""  # the file or directory the call names, when there is one
     numbered: bool = False  # source lines carry line-number prefixes
-    _code: tuple[tuple[int, str], ...] = field(default=(), repr=False, compare=False)  # (file line, code text)
+    _code: tuple[tuple[int, str], ...] = Field(default=(), repr=False, compare=False)  # (file line, code text)
 
     def role(self, i: int) -> str:
         """Role of output line ``i`` (0-based)."""
@@ -296,8 +294,7 @@ def _operands(argv: list[str]) -> list[str]:
     return out
 
 
-@dataclass
-class _Call:
+class _Call(Record, plain=True, frozen=False):
     kind: str = LOG
     path: str = ""
     numbered: bool = False

@@ -1,18 +1,22 @@
-"""Configuration, validated at the edge."""
+"""Configuration, validated at the edge (a validating record: no pydantic at start-up)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from .record import Field, Record, RecordError
 
 from .errors import ConfigError
 
 __all__ = ["CompactorConfig", "make_config"]
 
 
-class CompactorConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class CompactorConfig(Record, validate=True):
+    """The settings of a compaction; read-only, every value checked when it is built (a
+    :class:`~.record.RecordError` naming the field; :func:`make_config` turns it into a
+    :class:`~.errors.ConfigError`)."""
+
+    __slots__ = ()
 
     level: Literal["auto", 0, 1, 2, 3] = Field(default="auto", description="auto: escalate until the budget is met (Level 1 when no budget)")
     budget: int | None = Field(default=None, ge=1, description="target size of the output in tokens")
@@ -49,9 +53,9 @@ def make_config(config: CompactorConfig | None = None, **options) -> CompactorCo
         if config is None:
             return CompactorConfig(**options)
         if options:
-            return config.model_copy(update=CompactorConfig(**{**config.model_dump(), **options}).model_dump())
+            return type(config)(**{**config.model_dump(), **options})
         return config
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"invalid option {field}: {err['msg']}") from None
+    except RecordError as exc:
+        raise ConfigError(f"invalid option {exc.field}: {exc.msg}") from None
+    except TypeError as exc:  # an unknown option
+        raise ConfigError(f"invalid option: {exc}") from None

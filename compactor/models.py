@@ -1,8 +1,10 @@
-"""The data model: frozen pydantic v2 models that leave the pipeline.
+"""The data model: the frozen typed records that leave the pipeline.
 
-Everything here is immutable (``frozen=True``) and strict about unknown fields
-(``extra="forbid"``). Internals may keep mutable working state; only these models are
-returned to users, written to JSON, or read back.
+Everything here is immutable and strict about unknown fields. They are :class:`~.record.Record`
+classes: the pipeline builds them from its own values without validation (no pydantic at
+start-up); data from outside is validated with ``Model.model_validate(data)``, which checks it
+against the equivalent pydantic model. Internals may keep mutable working state; only these
+models are returned to users, written to JSON, or read back.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from .record import Field, Record
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -47,10 +49,10 @@ __all__ = [
 SCHEMA_VERSION = "1"
 
 
-class Frozen(BaseModel):
-    # defer_build: a model's validator is built when it is first used, not at import (a short run
-    # uses about half of them; building all cost ~60 ms of CPU per process)
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+class Frozen(Record):
+    """Read-only, unknown fields refused (a record's default)."""
+
+    __slots__ = ()
 
 
 class Role(str, Enum):
@@ -139,8 +141,6 @@ class Segment(Frozen):
     the segment belongs to: a tool call and its result share a step. A ``tool_call`` segment
     carries its typed :class:`ToolCall` (``call``), built once by the reader.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     id: str = Field(description="stable id within the document, e.g. 'm12' or 'm12.1'")
     index: int = Field(ge=0, description="position in conversation order")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from itertools import chain, compress
 from typing import Any, Callable
 
@@ -31,6 +30,7 @@ from .formats import Document, Edits, get_format, load_document
 from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, Segment, SegmentKind, SelfCheck,
                      Severity, Span)
 from .normalize import normalize
+from .record import Field, Record
 from .segments import changed, segment_index
 from .tokens import get_counter
 
@@ -55,8 +55,7 @@ def collapse_boundary(results: int, keep_recent: int, batch: int = 1) -> int:
     return (max(0, results - keep_recent) // max(1, batch)) * max(1, batch)
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Record, plain=True, frozen=True):
     """The decisions of a fitted compaction, re-applied as they are by a session under its budget
     (what was dropped, the summary, how far outputs collapsed): new messages are appended."""
 
@@ -106,8 +105,7 @@ class Conversation:
         return found
 
 
-@dataclass
-class PipelineState:
+class PipelineState(Record, plain=True, frozen=False):
     """Private, mutable working state of one compaction. Only frozen results leave it."""
 
     doc: Document
@@ -115,36 +113,36 @@ class PipelineState:
     conversation: Conversation | None = None
     source: Any = None                      # what ``read`` reads (when ``doc`` is not given)
     format: str = "auto"
-    todo: list[Segment] = field(default_factory=list)              # segments whose detection is not memoised
-    normalized: dict[str, str] = field(default_factory=dict)       # segment id -> normalised text (todo only)
-    detections: dict[str, DetectResult] = field(default_factory=dict)
-    outcomes: dict[str, SegmentOutcome] = field(default_factory=dict)
-    texts: dict[str, str] = field(default_factory=dict)  # segment id -> current text
-    dropped: set[str] = field(default_factory=set)
+    todo: list[Segment] = Field(default_factory=list)              # segments whose detection is not memoised
+    normalized: dict[str, str] = Field(default_factory=dict)       # segment id -> normalised text (todo only)
+    detections: dict[str, DetectResult] = Field(default_factory=dict)
+    outcomes: dict[str, SegmentOutcome] = Field(default_factory=dict)
+    texts: dict[str, str] = Field(default_factory=dict)  # segment id -> current text
+    dropped: set[str] = Field(default_factory=set)
     summary: str | None = None
     anchor: Anchor | None = None
     full_anchor: Anchor | None = None  # the anchor stage's anchor of the whole original (the budget stage's input)
     level: int = 0
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    placeholders: list[Placeholder] = field(default_factory=list)
-    stages: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    placeholders: list[Placeholder] = Field(default_factory=list)
+    stages: list[str] = Field(default_factory=list)
     self_check: SelfCheck | None = None
     exit_signal: bool = False
     recommend_new_session: bool = False
     handoff: str | None = None
     level1: Level1 | None = None
     cache_tag: str = ""
-    budget_info: dict[str, Any] = field(default_factory=dict)  # the budget stage's report fields (floor, cut, tokens sent)
-    budget_texts: dict[str, str] = field(default_factory=dict)  # segment texts the budget rewrote (a condensed request)
+    budget_info: dict[str, Any] = Field(default_factory=dict)  # the budget stage's report fields (floor, cut, tokens sent)
+    budget_texts: dict[str, str] = Field(default_factory=dict)  # segment texts the budget rewrote (a condensed request)
     boundary: int | None = None  # collapse boundary (count of tool results); None: from the config
     plan: Plan | None = None  # re-apply these decisions instead of running Level 2/3
-    redacted: dict[str, int] = field(default_factory=dict)
+    redacted: dict[str, int] = Field(default_factory=dict)
     redactor: Any = None
     refined: bool = False
     writer: Callable[[Document, Edits], Any] | None = None  # a session's incremental writer
     llm_report: dict[str, Any] | None = None
     result: CompactionResult | None = None
-    _spans_for: tuple | None = field(default=None, repr=False)  # what the span memo was last brought up to date with
+    _spans_for: tuple | None = Field(default=None, repr=False)  # what the span memo was last brought up to date with
 
     @property
     def segments(self) -> list[Segment]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -123,9 +122,25 @@ def cache_root() -> Path | None:
     return Path(base) / "compactor"
 
 
+def _temp_dir() -> str:
+    """The folder ``tempfile.gettempdir()`` names, found as it finds it (``$TMPDIR``, ``$TEMP``,
+    ``$TMP``, then ``/tmp``, ``/var/tmp``, ``/usr/tmp``: the first usable one) without importing
+    :mod:`tempfile` (with :mod:`shutil` and :mod:`random`, a tenth of a short run's start-up);
+    when none is, ``tempfile`` decides."""
+    import sys
+
+    if "tempfile" not in sys.modules and os.name == "posix":
+        for d in [os.environ.get(n) for n in ("TMPDIR", "TEMP", "TMP")] + ["/tmp", "/var/tmp", "/usr/tmp"]:
+            if d and os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK):
+                return os.path.abspath(d)
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
 def _tiktoken_cache_dir() -> str:
     return os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or \
-        os.path.join(tempfile.gettempdir(), "data-gym-cache")
+        os.path.join(_temp_dir(), "data-gym-cache")
 
 
 def rank_file(encoding: str) -> Path | None:
@@ -218,6 +233,8 @@ class RankCache:
         tmp = None
         try:
             db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=db.parent, prefix=f".{db.name}.", suffix=".tmp")
             os.close(fd)
             con = sqlite3.connect(tmp)
@@ -344,8 +361,7 @@ def _cached_file_exists(name: str) -> bool:
             if tok.strip("\"'").startswith("https://")]
     if not urls:
         return False
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or \
-        os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    cache_dir = _tiktoken_cache_dir()
     return all(os.path.exists(os.path.join(cache_dir, hashlib.sha1(u.encode()).hexdigest())) for u in urls)
 
 

@@ -67,12 +67,9 @@ def test_input_messages_are_not_mutated():
     assert json.dumps(msgs) == snapshot
 
 
-def test_growing_conversation_detects_each_segment_once(monkeypatch):
-    """Compacting every turn, each segment is detected once, also when its output leaves the
-    recent window and collapses (the detection memo's key does not include the collapse decision)."""
-    msgs = json.loads(DEMO.read_text())
-    comp = Compactor(keep_recent=1)
-    calls = []
+def _count_detections(comp, monkeypatch) -> list:
+    """The segment ids ``comp``'s detector is asked about from now on, in order."""
+    calls: list = []
     real = comp.detector.detect_view
 
     def counting(view, **kw):
@@ -80,6 +77,15 @@ def test_growing_conversation_detects_each_segment_once(monkeypatch):
         return real(view, **kw)
 
     monkeypatch.setattr(comp.detector, "detect_view", counting)
+    return calls
+
+
+def test_growing_conversation_detects_each_segment_once(monkeypatch):
+    """Compacting every turn, each segment is detected once, also when its output leaves the
+    recent window and collapses (the detection memo's key does not include the collapse decision)."""
+    msgs = json.loads(DEMO.read_text())
+    comp = Compactor(keep_recent=1)
+    calls = _count_detections(comp, monkeypatch)
     for i in range(2, len(msgs) + 1):
         comp.compact(msgs[:i])
     doc = compactor.load_document(msgs)
@@ -95,14 +101,7 @@ def test_per_call_options_do_not_detect_again(monkeypatch):
     re-fitted under a new budget or level reads every segment's detection from the memo."""
     msgs = json.loads(DEMO.read_text())
     comp = Compactor(keep_recent=1)
-    calls = []
-    real = comp.detector.detect_view
-
-    def counting(view, **kw):
-        calls.append(kw.get("segment_id"))
-        return real(view, **kw)
-
-    monkeypatch.setattr(comp.detector, "detect_view", counting)
+    calls = _count_detections(comp, monkeypatch)
     session = compactor.Session(comp)
     session.append(msgs)
     first = session.compact()

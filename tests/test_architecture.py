@@ -24,6 +24,7 @@ ROOMS: dict[str, int] = {
     "atomic": 0,               # atomic text-file writes
     "lazyre": 0,               # patterns compiled on first use
     "plain": 0,                # small records without dataclasses
+    "record": 0,               # the typed data model's base class (pydantic only on validation)
     "segments": 0,             # lists over a document's segments (tool results, ids), extended as it grows
     "codeview": 0,             # source views, diffs, listings vs log output (pygments)
     "formats": 1,              # read / write edge, input decoding, layout detection

@@ -7,10 +7,10 @@ import ast
 from pathlib import Path
 
 import pytest
-from pydantic import Field, create_model
 
 import compactor
 from compactor import CompactorConfig, cli
+from compactor.record import Field
 
 CLI = Path(cli.__file__)
 # layers that are themselves built on the public API, beside the CLI (documented in the README)
@@ -85,10 +85,11 @@ def test_every_setting_has_a_flag_that_reaches_the_config(command):
 
 
 def test_a_new_setting_gets_its_flag_without_editing_the_cli(monkeypatch):
-    extended = create_model("Extended", __base__=CompactorConfig,
-                            fold_widgets=(int, Field(default=4, ge=1, description="widgets folded per line")),
-                            fancy=(bool, False))
-    monkeypatch.setattr(cli, "_config_fields", lambda: dict(extended.model_fields))
+    class Extended(CompactorConfig):
+        fold_widgets: int = Field(default=4, ge=1, description="widgets folded per line")
+        fancy: bool = False
+
+    monkeypatch.setattr(cli, "_config_fields", lambda: dict(Extended.model_fields))
     options = _parser_options("compact")
     assert "--fold-widgets" in options and "--fancy" in options
     assert "widgets folded per line (default 4)" in options["--fold-widgets"].help

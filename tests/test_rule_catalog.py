@@ -137,6 +137,36 @@ def test_an_edited_rule_file_gets_a_new_catalog(cache, tmp_path):
         load_uncached((str(rules),), False, catalog=True)
 
 
+def test_the_key_is_remembered_by_stat_and_a_same_size_edit_still_changes_it(cache, tmp_path, monkeypatch):
+    """A start does not read and hash every rule file while their stat is unchanged; an edit (even
+    one that keeps the size and the modification time) changes the change time, so the key is
+    computed again from the contents."""
+    import os
+
+    rules = tmp_path / "rules"
+    shutil.copytree(builtin_rules_dir(), rules)
+    files = [(rules, sorted(rules.rglob("*.toml")))]
+    key = loader._known_catalog_key(files)
+    assert key == loader._catalog_key(files) and len(list((cache / "keys").iterdir())) == 1
+    calls = []
+    real = loader._catalog_key
+    monkeypatch.setattr(loader, "_catalog_key", lambda f: calls.append(1) or real(f))
+    assert loader._known_catalog_key(files) == key and calls == []  # from the memo: no file read
+    target = next(rules.rglob("trace.python.toml"))
+    st = target.stat()
+    text = target.read_text()
+    edited = text.replace("trace", "TRACE", 1)
+    assert len(edited) == len(text) and edited != text
+    target.write_text(edited)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same modification time
+    new = loader._known_catalog_key(files)
+    assert calls == [1] and new != key and new == real(files)
+    # a damaged memo entry is recomputed, not believed
+    for memo in (cache / "keys").iterdir():
+        memo.write_text("not a key")
+    assert loader._known_catalog_key(files) == new and calls == [1, 1]
+
+
 def test_empty_cache_variable_disables_the_catalog(monkeypatch, tmp_path):
     monkeypatch.setenv("COMPACTOR_CACHE", "")
     assert loader.catalog_dir() is None

@@ -93,3 +93,60 @@ def test_compact_of_one_message_builds_no_tokenizer_and_no_typed_rules_once_warm
     p = subprocess.run([sys.executable, "-m", "compactor", "compact", str(conv)], capture_output=True, text=True,
                        env=env)
     assert p.returncode == 0 and p.stdout == out1
+
+
+def test_compact_of_one_message_imports_no_pydantic_once_warm(tmp_path):
+    """The pipeline and the command line build their records without pydantic (it is imported
+    only to validate data handed in from outside) and never need ``importlib.metadata``; nor
+    ``dataclasses`` (records), ``tomllib`` (the parsed tool vocabulary is cached), ``ijson`` (a
+    small file is parsed in memory) or ``tempfile`` (imported when a cache file is written)."""
+    conv = tmp_path / "one.json"
+    conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]))
+    _run(["compact", str(conv)], tmp_path)  # warm the catalog and the caches
+    rc, out, warm = _run(["compact", str(conv), "--budget", "500", "--emit", "json"], tmp_path)
+    assert rc == 0 and json.loads(out)["report"]["budget"] == 500
+    loaded = [m for m in warm if m.split(".")[0] in ("pydantic", "pydantic_core", "annotated_types", "dataclasses",
+                                                     "inspect", "tomllib", "ijson", "tempfile")
+              or m.startswith("importlib.metadata") or m == "compactor.engine.schema"]
+    assert loaded == []
+    # a bad setting is still refused, naming it, without a traceback
+    rc, out, _ = _run(["compact", str(conv), "--budget", "0"], tmp_path)
+    assert rc == 2 and out == ""
+
+
+def test_the_process_entry_pauses_the_collector_only_while_loading(tmp_path):
+    """``run()`` (the script and ``python -m compactor``) pauses the garbage collector during
+    start-up and resumes it, with start-up's objects frozen, before the work; ``main()`` called
+    in a process of its own (a test, an embedding program) leaves the collector alone."""
+    conv = tmp_path / "one.json"
+    conv.write_text(json.dumps([{"role": "user", "content": "Fix the failing test in app/util.py."}]))
+    probe = ("import gc, json, sys\n"
+             "from compactor import cli\n"
+             "from compactor.pipeline import Compactor\n"
+             "seen = []\n"
+             "orig = Compactor.compact\n"
+             "def spy(self, *a, **k):\n"
+             "    seen.append(gc.isenabled())\n"
+             "    return orig(self, *a, **k)\n"
+             "Compactor.compact = spy\n"
+             "sys.argv = ['compactor'] + sys.argv[1:]\n"
+             "rc = cli.run() if sys.argv[1] == 'compact' else cli.main(sys.argv[2:])\n"
+             "sys.stderr.write(json.dumps([rc, seen, gc.isenabled(), gc.get_freeze_count() > 0]) + '\\n')\n")
+    env = {**os.environ, "COMPACTOR_CACHE": str(tmp_path / "cache"), "COMPACTOR_STORE": str(tmp_path / "s.sqlite")}
+    for args, frozen in ((["compact", str(conv)], True), (["main", "compact", str(conv)], False)):
+        p = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env)
+        assert json.loads(p.stderr.strip().splitlines()[-1]) == [0, [True], True, frozen], p.stderr
+    p = subprocess.run([sys.executable, "-m", "compactor", "compact", str(conv)], capture_output=True, text=True,
+                       env=env)
+    assert p.returncode == 0 and json.loads(p.stdout)["format"] == "openai-chat"
+
+
+def test_the_version_module_is_the_installed_version():
+    """``compactor.__version__`` comes from ``compactor/version.py`` (nothing reads the installed
+    metadata at start-up: ``importlib.metadata`` costs a short run a quarter of Python's own
+    start); it must say what the package was installed as."""
+    import importlib.metadata
+
+    import compactor
+
+    assert compactor.__version__ == importlib.metadata.version("compactor")

@@ -14,11 +14,36 @@ from compactor import Compactor, emit
 from compactor.cli import main
 from compactor.formats import read_document
 from compactor.formats.inputs import FileText, make_probe, probe_file, read_input
+from compactor.models import Role, Span
 
 from conftest import CORPUS
 
 TRAJECTORY_DIRS = ("claude-code", "codex-rollout", "mini-swe-agent", "openhands-v0", "openhands-v1", "swe-agent",
                    "gemini-cli", "aider", "anthropic", "openai-chat")
+
+
+@pytest.fixture(autouse=True)
+def _stream_every_size(monkeypatch):
+    """The streamed read is for large files; here every file takes it, so that it is compared
+    with the in-memory read on all of these inputs (small ones included)."""
+    from compactor.formats import inputs
+
+    monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", 0)
+
+
+def test_small_files_are_read_in_memory_as_the_streamed_read_reads_them(tmp_path: Path, monkeypatch) -> None:
+    from compactor.formats import inputs
+
+    p = tmp_path / "in.json"
+    p.write_text(json.dumps(_chat(4)), encoding="utf-8")
+    streamed = probe_file(p)
+    assert isinstance(streamed.raw, FileText)
+    monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", p.stat().st_size + 1)
+    small = probe_file(p)
+    assert not isinstance(small.raw, FileText)
+    _same_probe(small, streamed)
+    monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", p.stat().st_size)
+    assert isinstance(probe_file(p).raw, FileText)
 
 
 def _corpus_files() -> list[Path]:
@@ -163,30 +188,34 @@ def test_final_write_in_place_only_for_owned_documents(tmp_path: Path) -> None:
     assert json.dumps(again.messages) == json.dumps(res.messages)
 
 
-def test_segments_sharing_their_fields_set_copy_independently() -> None:
+def test_segments_are_slotted_and_copy_independently() -> None:
     from compactor.formats.base import make_segment
 
-    a = make_segment(id="m1", index=0, step=1, step_id="s1", role="tool", kind="tool_result", text="x", origin=(1,))
+    a = make_segment(id="m1", index=0, step=1, step_id="s1", role="tool", kind="tool_result", text="x", origin=[1])
     b = make_segment(id="m2", index=1, step=1, step_id="s1", role="tool", kind="tool_result", text="y", origin=(2,))
-    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    assert not hasattr(a, "__dict__")  # slots only: no per-segment dict or set of given fields
+    assert a.origin == (1,) and a.role is Role.tool  # normalised as the model's types say
     c = a.model_copy(update={"exit_code": 3})
-    assert "exit_code" in c.model_fields_set
-    assert "exit_code" not in a.model_fields_set and "exit_code" not in b.model_fields_set
-    assert a.model_dump(exclude_unset=True) == {"id": "m1", "index": 0, "step": 1, "step_id": "s1", "role": "tool",
-                                                "kind": "tool_result", "text": "x", "origin": (1,)}
+    assert c.exit_code == 3 and a.exit_code is None and b.exit_code is None
+    assert "exit_code" in c.model_fields_set and "exit_code" not in a.model_fields_set
+    assert a.model_dump(mode="json") == {"id": "m1", "index": 0, "step": 1, "step_id": "s1", "role": "tool",
+                                         "kind": "tool_result", "text": "x", "call_id": None, "tool_name": None,
+                                         "command": None, "is_error": None, "exit_code": None, "meta": False,
+                                         "origin": [1], "call": None}
     assert a == make_segment(id="m1", index=0, step=1, step_id="s1", role="tool", kind="tool_result", text="x",
                              origin=(1,))
 
 
-def test_detected_spans_share_their_fields_set_and_copy_independently() -> None:
+def test_detected_spans_are_slotted_and_copy_independently() -> None:
     spans = Compactor().scan("Traceback (most recent call last):\n  File \"a.py\", line 3, in f\nKeyError: 'x'\n"
                              "error: exit code 2 after 1500 ms\n")
     assert len(spans) >= 2
     a, b = spans[0], spans[1]
+    assert not hasattr(a, "__dict__")
     c = a.model_copy(update={"elided": True})
     assert c.elided and "elided" in c.model_fields_set
     assert not a.elided and not b.elided
-    assert a.model_fields_set == b.model_fields_set == set(type(a).model_fields)
+    assert Span.model_validate(a.model_dump()) == a
 
 
 @pytest.mark.parametrize("kind", ["json", "messages"])

@@ -241,3 +241,20 @@ def test_a_session_builds_the_encoder_up_front_so_no_turn_pays_for_it(tmp_path):
 
 def test_one_counter_per_encoding_whichever_way_it_is_asked_for():
     assert get_counter() is get_counter("cl100k_base") is get_counter(encoding="cl100k_base")
+
+
+@pytest.mark.parametrize("env", [{}, {"TMPDIR": "HERE"}, {"TMPDIR": "/nonexistent-dir", "TEMP": "HERE"},
+                                 {"TMPDIR": "", "TMP": "HERE"}])
+def test_temp_dir_is_tempfiles_without_importing_it(tmp_path, env):
+    """The rank file's folder is found where tiktoken looks (``tempfile.gettempdir()``), without
+    importing ``tempfile`` at start-up."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: (str(tmp_path) if v == "HERE" else v) for k, v in env.items()}
+    full = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "TEMP", "TMP")} | env
+    probe = ("import sys; from compactor import tokens; mine = tokens._temp_dir(); "
+             "assert 'tempfile' not in sys.modules; import tempfile; print(mine == tempfile.gettempdir(), mine)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=full, check=True)
+    assert out.stdout.split()[0] == "True", out.stdout

@@ -83,6 +83,37 @@ def test_vocabulary_not_toml_names_the_file(tmp_path: Path) -> None:
     assert "not valid TOML" in str(err) and "tools.toml" in str(err)
 
 
+def test_parsed_vocabulary_is_cached_checked_and_never_trusted_blindly(tmp_path: Path, monkeypatch) -> None:
+    """The parsed file is kept in the cache folder (no TOML parser at a later start); a damaged
+    or tampered cache file is ignored, and cached data is checked like the file's."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("COMPACTOR_CACHE", str(tmp_path / "cache"))
+    p = tmp_path / "tools.toml"
+    p.write_text(GOOD, encoding="utf-8")
+    first = load_vocabulary(p)
+    (cached,) = (tmp_path / "cache" / "tools").iterdir()
+    again = load_vocabulary(p)
+    assert again.names(CallKind.shell) == first.names(CallKind.shell) == {"bash"}
+    probe = ("import sys; from compactor.formats.calls import load_vocabulary; load_vocabulary(sys.argv[1]); "
+             "print('tomllib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    cached.write_bytes(cached.read_bytes()[:-3] + b"xyz")  # damaged: checksum differs, parsed again
+    assert load_vocabulary(p).names(CallKind.shell) == {"bash"}
+    assert load_vocabulary(p).names(CallKind.shell) == {"bash"}  # and written back whole
+    assert cached.read_bytes() != b"" and not cached.read_bytes().endswith(b"xyz")
+    # a cache file that checks out but holds data the checker refuses is refused like the file
+    import hashlib
+    import marshal
+
+    body = marshal.dumps({"tool": [{"names": ["bash"], "harnesses": ["x"], "kind": "run"}]})
+    cached.write_bytes(b"compactor-parsed-toml 1 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    with pytest.raises(RuleError, match="is not one of"):
+        load_vocabulary(p)
+
+
 # --------------------------------------------------------------------------- the record
 
 def test_tool_call_is_read_only_picklable_and_compares_by_value() -> None:

@@ -473,14 +473,18 @@ class _State:
     def _dedupe_evidence(self, step: str) -> None:
         """An earlier one-line error that a failed attempt already carries verbatim is not shown
         again as evidence: the newest failure's line stays (it is the live one)."""
-        errors = [f.error for f in self.failed.values() if f.error]
-        if not errors:
+        # an error line is carried by a failed attempt whole or as one of its " … " parts
+        carried: set[str] = set()
+        for f in self.failed.values():
+            if f.error:
+                carried.add(f.error)
+                carried.update(f.error.split(" … "))
+        if not carried:
             return
         for eid, e in list(self.evidence.items()):
             t = e.text.strip()
             t = t[2:] if t.startswith("- ") else t
-            if e.source_step != step and "\n" not in t and e.family != "verification" \
-                    and any(t == err or t in err.split(" … ") for err in errors):
+            if t in carried and e.source_step != step and "\n" not in t and e.family != "verification":
                 del self.evidence[eid]
 
     def _verification(self, line: str, step: str, key: str) -> None:

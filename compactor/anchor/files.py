@@ -22,10 +22,10 @@ Only what the arguments say is reported; a script that writes files from inside 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 
 import regex
 from ..lazyre import lazy_regex
+from ..record import Field, Record
 
 from ..formats.calls import command_value, vocabulary
 from ..models import CallKind, ToolCall
@@ -35,9 +35,8 @@ __all__ = ["CallEffects", "call_effects", "looks_like_file", "norm_path", "shell
 READ, WRITE, DELETE = "read", "write", "deleted"
 
 
-@dataclass
-class CallEffects:
-    ops: list[tuple[str, str]] = field(default_factory=list)  # (path, read | write | modify | deleted)
+class CallEffects(Record, plain=True, frozen=False):
+    ops: list[tuple[str, str]] = Field(default_factory=list)  # (path, read | write | modify | deleted)
     kind: str = "other"  # edit | shell | read | other
     commands: int = 0  # simple commands in a shell line
     state_change: str = ""  # a state-changing command without file effects (pip install, git commit)

@@ -21,12 +21,12 @@ records what failed *before* back-fill and what was put back.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
+from ..record import Field, Record
 from ..segments import changed
 from .common import (bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten, squash,
                      word_set)
@@ -36,8 +36,7 @@ __all__ = ["Missing", "SelfCheckResult", "TextMemo", "run_selfcheck", "backfill_
 _PREFIX = 60  # characters of a (possibly shortened) item that must appear
 
 
-@dataclass(frozen=True)
-class Missing:
+class Missing(Record, plain=True, frozen=True):
     check: str  # continuity | anti_repeat | evidence_chain
     kind: str  # newest-request | intent | state | next-step | excluded | evidence
     key: str  # what goes in SelfCheck.backfilled
@@ -47,12 +46,11 @@ class Missing:
     verbatim: bool = False
 
 
-@dataclass
-class SelfCheckResult:
+class SelfCheckResult(Record, plain=True, frozen=False):
     continuity: bool = True
     anti_repeat: bool = True
     evidence_chain: bool = True
-    missing: list[Missing] = field(default_factory=list)
+    missing: list[Missing] = Field(default_factory=list)
 
     def to_model(self) -> SelfCheck:
         return SelfCheck(continuity=self.continuity, anti_repeat=self.anti_repeat,

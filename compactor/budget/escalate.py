@@ -35,12 +35,11 @@ The dropped originals are saved in the store: the summary's first line carries t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..collapse.store import content_id
 from ..errors import BudgetError, CompactorError
 from ..models import Anchor, Diagnostic, Placeholder, Role, SegmentKind, Severity
 from ..normalize import normalize
+from ..record import Record
 from ..segments import changed, segment_index
 from ..audit.common import is_request, newest_request
 from ..audit.selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
@@ -52,8 +51,7 @@ FOLD_RULE = "policy.fold-turns"
 _MAX_RETRIES = 3
 
 
-@dataclass
-class Unit:
+class Unit(Record, plain=True, frozen=False):
     """A group of segments that is kept or dropped as a whole: one step (turn)."""
 
     key: str

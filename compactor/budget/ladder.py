@@ -36,14 +36,12 @@ budget cannot be met and :class:`~compactor.errors.BudgetError` names the floor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-
 from ..collapse.older import evidence_spans
 from ..collapse.store import content_id
 from ..models import Anchor, Segment, SegmentKind, Span
 from ..audit.common import newest_request
 from ..lazyre import lazy_regex
+from ..record import Field, Record
 
 __all__ = ["LadderItem", "Plan", "build_items", "condense_request", "PRIORITIES"]
 
@@ -103,8 +101,7 @@ _H = {
 }
 
 
-@dataclass
-class LadderItem:
+class LadderItem(Record, plain=True, frozen=False):
     """One line (or block) of the ladder summary, or one kept unit of segments."""
 
     priority: int
@@ -117,11 +114,10 @@ class LadderItem:
     whole_request: bool = False  # the newest request whole, in place of its condensed form
     request_more: bool = False  # the condensed request with the harness's recommendations too
     floor: bool = False  # part of the floor: never cut
-    originals: dict[str, str] = field(default_factory=dict)  # ref -> original text to store
+    originals: dict[str, str] = Field(default_factory=dict)  # ref -> original text to store
 
 
-@dataclass
-class Plan:
+class Plan(Record, plain=True, frozen=False):
     items: list[LadderItem]
     request_ids: tuple[str, ...]  # segment ids of the newest request (always kept)
     live_ref: str | None

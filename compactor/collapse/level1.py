@@ -24,14 +24,13 @@ them exactly.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-
 
 from ..detect import Detector
 from ..engine.classify import Classification, Classifier
 from ..engine.matchers import TextView
 from ..models import Diagnostic, Placeholder, Span
 from ..normalize import normalize
+from ..record import Field, Record
 from ..syntax import ELIDED_TRACE_LINE, PLACEHOLDER_LINE, elided_trace_summary, placeholder_line
 from ..tokens import get_counter
 from .fold import find_runs
@@ -99,13 +98,12 @@ def _est(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-@dataclass
-class SegmentOutcome:
+class SegmentOutcome(Record, plain=True, frozen=False):
     text: str
     changed: bool
-    spans: list[Span] = field(default_factory=list)
-    placeholders: list[Placeholder] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    spans: list[Span] = Field(default_factory=list)
+    placeholders: list[Placeholder] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
     classification: str | None = None  # the classifier rule, when it was asked (a long enough unprotected run)
 
 

@@ -29,13 +29,12 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
 from pathlib import Path
-
 
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError, StoreError
 from ..lazyre import lazy_regex
+from ..record import Record
 
 __all__ = ["DEFAULT_MAX_MB", "DirStore", "MemoryStore", "PruneResult", "SqliteStore", "Store", "StoreStats",
            "content_id", "default_max_bytes", "default_store_path", "open_store", "valid_id"]
@@ -87,8 +86,7 @@ def _evicted_error(ref: str, location: str, max_bytes: int | None) -> StoreError
                       f"(--store-max-mb / COMPACTOR_STORE_MAX_MB)", source=location)
 
 
-@dataclass(frozen=True)
-class StoreStats:
+class StoreStats(Record, plain=True, frozen=True):
     location: str
     backend: str
     entries: int
@@ -98,11 +96,10 @@ class StoreStats:
     disk_bytes: int  # what the store takes on disk (files, SQLite pages, WAL)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.model_dump()
 
 
-@dataclass(frozen=True)
-class PruneResult:
+class PruneResult(Record, plain=True, frozen=True):
     evicted: int
     freed_bytes: int
     stats: StoreStats

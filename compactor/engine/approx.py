@@ -373,9 +373,9 @@ def _approximate(pattern: str, flags: int) -> list:
 
 
 def _cached(pattern: str, flags: int) -> list:
-    from .programs import cached_value
+    from .programs import cached_value, source_hash
 
-    got = cached_value(f"approx {_source_hash()}", f"{int(flags)}\0{pattern}", lambda: _approximate(pattern, flags))
+    got = cached_value(f"approx {source_hash(__file__)}", f"{int(flags)}\0{pattern}", lambda: _approximate(pattern, flags))
     if type(got) is list and len(got) == 2 and (got[0] is None or type(got[0]) is str) and type(got[1]) is bool:
         return got
     return _approximate(pattern, flags)  # not what _approximate writes: computed afresh
@@ -394,16 +394,3 @@ def line_local(pattern: str, flags: int) -> bool:
     return _cached(pattern, flags)[1]
 
 
-_HASH: list[str] = []
-
-
-def _source_hash() -> str:
-    if not _HASH:
-        import hashlib
-
-        try:
-            with open(__file__, "rb") as fh:
-                _HASH.append(hashlib.sha256(fh.read()).hexdigest()[:16])
-        except OSError:
-            _HASH.append("unknown")
-    return _HASH[0]

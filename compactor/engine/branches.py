@@ -189,9 +189,9 @@ def split_any(pattern: str, flags: int, limit: int = 64) -> list[Branch] | None:
 def split_cached(pattern: str, flags: int) -> list[Branch] | None:
     """``split_any`` kept on disk beside the compiled programs (``programs.cached_value``), keyed
     by this module's source: parsing every branch with ``sre`` costs about 30 ms per process."""
-    from .programs import cached_value
+    from .programs import cached_value, source_hash
 
-    data = cached_value(f"split {_source_hash()}", f"{int(flags)}\0{pattern}",
+    data = cached_value(f"split {source_hash(__file__)}", f"{int(flags)}\0{pattern}",
                         lambda: _as_data(split_any(pattern, flags)))
     try:
         if data is None:
@@ -205,21 +205,6 @@ def _as_data(branches: list[Branch] | None) -> list | None:
     if branches is None:
         return None
     return [(b.source, None if b.literals is None else [(lit, ci) for lit, ci in b.literals]) for b in branches]
-
-
-_HASH: list[str] = []
-
-
-def _source_hash() -> str:
-    if not _HASH:
-        import hashlib
-
-        try:
-            with open(__file__, "rb") as fh:
-                _HASH.append(hashlib.sha256(fh.read()).hexdigest()[:16])
-        except OSError:
-            _HASH.append("unknown")
-    return _HASH[0]
 
 
 # ---- necessary literals of a parsed pattern -------------------------------------------------------

@@ -10,13 +10,13 @@ the output and feed the ``summary`` template, e.g.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import regex
 
 from ..normalize import CI_PREFIX, ci_prefixed
+from ..record import Record
 from ..syntax import placeholder_safe
 from ..lazyre import lazy_regex
 from .matchers import _compile, _flags
@@ -34,8 +34,7 @@ CAPTURE_PER_MB = 0.05
 _CI_PREFIX_LINE = lazy_regex(r"^" + CI_PREFIX.pattern, regex.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Classification:
+class Classification(Record, plain=True, frozen=True):
     rule_id: str
     family: str
     summary: str

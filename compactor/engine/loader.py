@@ -183,7 +183,7 @@ def load_uncached(dirs: tuple[str, ...], builtin: bool, *, catalog: bool = False
         files.append((root, sorted(root.rglob("*.toml"))))
     key = None
     if catalog and not problems:
-        key = _catalog_key(files)
+        key = _known_catalog_key(files)
         cached = _read_catalog(key)
         if cached is not None:
             return cached
@@ -289,6 +289,49 @@ def _catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
             except OSError:
                 h.update(b"unreadable")
     return h.hexdigest()[:32]
+
+
+def _stat_signature(files: list[tuple[Path, list[Path]]]) -> str | None:
+    """A hash of what ``stat`` says of every rule file and of the schema's source (path, size,
+    modification and change times in nanoseconds, inode): any write to a file changes its change
+    time, which no program can set back. None when a file cannot be statted."""
+    import hashlib
+
+    h = hashlib.sha256(f"compactor catalog stat {CATALOG_VERSION}\0".encode())
+    here = Path(__file__).resolve().parent
+    try:
+        for path in [here / "schema.py", here / "records.py"] + [p for _, paths in files for p in paths]:
+            st = os.stat(path)
+            h.update(f"{path}\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino} {st.st_dev}\0"
+                     .encode("utf-8", "surrogateescape"))
+    except OSError:
+        return None
+    return h.hexdigest()[:32]
+
+
+def _known_catalog_key(files: list[tuple[Path, list[Path]]]) -> str:
+    """:func:`_catalog_key`, without reading and hashing every rule file when their ``stat`` is as
+    it was when the key was last computed: the key is remembered per stat signature
+    (``<catalog folder>/keys/<signature>``; a missing or odd entry is recomputed and rewritten)."""
+    folder = catalog_dir()
+    sig = _stat_signature(files) if folder is not None else None
+    memo = folder / "keys" / sig if sig is not None else None
+    if memo is not None:
+        try:
+            known = memo.read_text(encoding="ascii")
+            if len(known) == 32 and all(c in "0123456789abcdef" for c in known):
+                return known
+        except (OSError, ValueError):
+            pass
+    key = _catalog_key(files)
+    if memo is not None:
+        from ..atomic import write_text_atomic
+
+        try:
+            write_text_atomic(memo, key, dir_mode=0o700)
+        except OSError:
+            pass  # an unwritable folder only costs speed
+    return key
 
 
 # The file: one header line ``compactor-rule-catalog VERSION KEY DIGEST``, then the rules as

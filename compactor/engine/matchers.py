@@ -27,10 +27,10 @@ preservation).
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from functools import cached_property, lru_cache
-from itertools import accumulate
-from operator import add
+from itertools import accumulate, compress, filterfalse
+from operator import add, itemgetter, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RuleTimeout
@@ -39,7 +39,7 @@ from .branches import split_cached
 from .approx import approximate, line_local
 from .literals import LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, literal_key
 from .records import FLAG_NAMES
-from ..lazyre import lazy_regex
+from ..lazyre import lazy_re, lazy_regex
 
 if TYPE_CHECKING:  # the engines take a typed Rule or its plain Record; Spans are built on demand
     import regex
@@ -88,7 +88,7 @@ class TextView:
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         sample = self.lines[:5]
         if any(map(ci_prefixed, sample)):
-            self.prefix = [_ci_prefix(line) for line in self.lines]
+            self.prefix = list(map(_ci_prefix, self.lines))
         # a fuzzing engine's log prefix in front of the target's own output (Centipede's
         # 'CRASH LOG: '): rules see the sanitizer report as the target printed it
         for tag in ENGINE_PREFIXES:
@@ -528,6 +528,64 @@ class LineBlockRule(CompiledRule):
                 return True
         return False
 
+    def _start_marks(self, view: TextView, sub: Iterable[int], memo: dict[str, int]) -> bytes:
+        """For the candidate lines ``sub`` (a chunk of them, ascending), one byte each: 1 where the
+        start pattern matches, 0 where it does not, 2 for a line of more than 4096 characters
+        (left to the line-by-line search with its time limit). Each line body is searched once
+        (``memo``: body -> 0/1; the frames of a recursion repeat), the searches called from C."""
+        lines = view.lines
+        pre = view.prefix
+        sub = list(sub)
+        bodies = [lines[i] for i in sub] if len(sub) < 2 else list(itemgetter(*sub)(lines))
+        if pre is not None:
+            bodies = [x[k:] if k else x for x, k in zip(bodies, [pre[i] for i in sub])]
+        longest = max(map(len, bodies))
+        todo = bodies if longest <= 4096 else [x for x in bodies if len(x) <= 4096]
+        new = list(filterfalse(memo.__contains__, dict.fromkeys(todo)))
+        if new:
+            memo.update(zip(new, map(bool, map(self.start.search, new))))  # a match is true
+        if longest <= 4096:
+            return bytes(map(memo.__getitem__, bodies))
+        return bytes(memo[x] if len(x) <= 4096 else 2 for x in bodies)
+
+    def _window(self, view: TextView, lo: int, hi: int, memo: dict[str, int]) -> bytes:
+        """The class of each line lo..hi-1 (each at most 4096 characters), one byte each, as the
+        line-by-line loop decides it: BLANK first, then END (the end pattern matches), then CONT
+        (a continue pattern does), else 0. Each line body is classified once (``memo``: body ->
+        class), by the same searches, called from C."""
+        lines = view.lines
+        pre = view.prefix
+        if pre is None:
+            bodies = lines[lo:hi]
+        else:
+            bodies = [x[k:] if k else x for x, k in zip(lines[lo:hi], pre[lo:hi])]
+        new = list(filterfalse(memo.__contains__, dict.fromkeys(bodies)))
+        if new and (self.end is None and not any(map(not_, new)) and not any(map(str.isspace, new))):
+            # no blank line, no end pattern (the frames of a long trace): the first continue
+            # pattern alone decides when it matches every line (CONT is 1: its flags are the classes)
+            found = bytes(map(bool, map(self._cont_search[0], new)))
+            if 0 not in found:
+                memo.update(zip(new, found))
+                new = []
+        if new:
+            blank = list(map(or_, map(not_, new), map(str.isspace, new)))
+            cls = [BLANK if b else 0 for b in blank]
+            rest = [k for k, b in enumerate(blank) if not b]  # the lines still to classify
+            if self.end is not None:
+                ends = list(map(bool, map(self.end.search, [new[k] for k in rest])))
+                for k in compress(rest, ends):
+                    cls[k] = END
+                rest = [k for k, e in zip(rest, ends) if not e]
+            for search in self._cont_search:  # a line matched by one pattern is not searched again
+                if not rest:
+                    break
+                found = list(map(bool, map(search, [new[k] for k in rest])))
+                for k in compress(rest, found):
+                    cls[k] = CONT
+                rest = [k for k, f in zip(rest, found) if not f]
+            memo.update(zip(new, cls))
+        return bytes(map(memo.__getitem__, bodies))
+
     def find(self, view: TextView, budget: float):
         spec = self.spec
         out = []
@@ -541,14 +599,49 @@ class LineBlockRule(CompiledRule):
         start_search = start.search
         all_lines = view.lines
         pre = view.prefix
-        for n, i in enumerate(cand):
+        starts = view.starts
+        text_end = len(view.text) + 1  # where a line after the last one would start
+        # many candidate lines (a long trace): the start pattern is tried on a chunk of them at once
+        chunked = len(cand) >= BULK_START_MIN
+        marked = b""  # the start pattern on the chunk of candidates cand[chunk_lo:chunk_end]
+        chunk_lo = chunk_end = 0
+        chunk = BULK_START_CHUNK
+        start_memo: dict[str, int] = {}  # line body -> does the start pattern match (1/0)
+        line_memo: dict[str, int] = {}  # line body -> its class in a block (see _window)
+        ncand = len(cand)
+        nxt_n = 0
+        while nxt_n < ncand:
+            n = nxt_n
+            i = cand[n]
+            if i <= covered_until:  # inside the last block: go to the first candidate after it
+                nxt_n = bisect_right(cand, covered_until, n + 1)
+                continue
+            nxt_n = n + 1
             if n & 127 == 127 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
-            if i <= covered_until:
-                continue
             try:
-                head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
-                if (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is None:
+                hit = None
+                if chunked:
+                    if n >= chunk_end:
+                        chunk_end = min(ncand, n + chunk)
+                        chunk = min(chunk * 2, BULK_START_CHUNK_MAX)  # no block start yet: longer chunks
+                        marked, chunk_lo = self._start_marks(view, cand[n:chunk_end], start_memo), n
+                        if time.process_time() - t0 > budget:
+                            raise RuleTimeout(self.id)
+                    # on to the next candidate of the chunk that starts a block (or may)
+                    m = _NOT_ZERO(marked, n - chunk_lo)
+                    if m is None:
+                        nxt_n = chunk_end
+                        continue
+                    if chunk_lo + m.start() != n:
+                        nxt_n = chunk_lo + m.start()
+                        continue
+                    hit = True if marked[n - chunk_lo] == 1 else None
+                    chunk = BULK_START_CHUNK
+                if hit is None:
+                    head = all_lines[i] if pre is None or not pre[i] else all_lines[i][pre[i]:]  # view.body(i)
+                    hit = (start_search(head) if len(head) <= 4096 else _search_line(start, head, budget)) is not None
+                if not hit:
                     continue
                 first = i
                 # lines before the header that belong to it (e.g. Node's source-context preamble)
@@ -570,13 +663,64 @@ class LineBlockRule(CompiledRule):
                 if self.end is not None and _search_line(self.end, view.body(i), budget) is not None and i > first:
                     ended = True
                 # the continuation lines of a long trace: this loop runs once per frame, so the
-                # short-line case calls the compiled searches directly
+                # short-line case calls the compiled searches directly; past BULK_AFTER lines the
+                # block is classified a window of lines at a time (each distinct line once, the
+                # searches called from C) and a run of continuation lines is taken in one step
                 lines = view.lines
                 prefix = view.prefix
                 end_pat = self.end
                 end_search = end_pat.search if end_pat is not None else None
                 cont_search = self._cont_search
+                lo = hi = 0  # the classified window: lines lo..hi-1
+                window = BULK_WINDOW
                 while not ended and j < nlines and j - first < spec.max_lines and size < spec.max_bytes:
+                    if lo <= j < hi:
+                        k = j - lo
+                        c = w_cls[k]
+                        if c == BLANK:
+                            blanks += 1
+                            if blanks > spec.allow_blank:
+                                break
+                            j += 1
+                            continue
+                        if c == END:
+                            last = j
+                            ended = True
+                            break
+                        if c == CONT:
+                            # a run of continuation lines, up to the line or byte limit
+                            other = _NOT_CONT(w_cls, k)
+                            stop = min(hi if other is None else lo + other.start(), first + spec.max_lines)
+                            # line t is taken while the size before it, size + starts[t] - starts[j],
+                            # is below max_bytes (line j is: the loop condition held)
+                            stop = bisect_left(starts, spec.max_bytes - size + starts[j], j + 1, stop)
+                            nxt = starts[stop] if stop < nlines else text_end
+                            size += nxt - starts[j]
+                            last = stop - 1
+                            blanks = 0
+                            gaps = 0
+                            j = stop
+                            continue
+                        gaps += 1
+                        if gaps > spec.allow_gap:
+                            break
+                        size += len(lines[j]) + 1
+                        j += 1
+                        continue
+                    if j - i > BULK_AFTER:
+                        cap = min(nlines, j + window, first + spec.max_lines)
+                        hi = cap
+                        if max(map(len, lines[j:cap])) > 4096:  # short lines only (long ones: line by line)
+                            hi = j
+                            while hi < cap and len(lines[hi]) <= 4096:
+                                hi += 1
+                        if hi > j:
+                            w_cls = self._window(view, j, hi, line_memo)
+                            lo = j
+                            window = min(window * 2, BULK_WINDOW_MAX)
+                            if time.process_time() - t0 > budget:
+                                raise RuleTimeout(self.id)
+                            continue
                     body = lines[j] if prefix is None or not prefix[j] else lines[j][prefix[j]:]
                     if not body or body.isspace():
                         blanks += 1
@@ -621,6 +765,19 @@ class LineBlockRule(CompiledRule):
             out.append((a, b, first, last, spec.long_trace))
             covered_until = last
         return out
+
+
+BULK_AFTER = 32  # continuation lines searched one by one before a block is classified in windows
+BULK_WINDOW = 256  # lines in a block's first classified window; each next one doubles, up to
+BULK_WINDOW_MAX = 16_384
+BULK_START_MIN = 64  # candidate lines from which the start pattern is tried a chunk at a time
+BULK_START_CHUNK = 256  # candidates in a chunk after a block start; doubling while none starts, up to
+BULK_START_CHUNK_MAX = 8192
+
+
+CONT, BLANK, END = 1, 2, 3  # classes of a line inside a block (LineBlockRule._window)
+_NOT_CONT = lazy_re(b"[^\x01]").search  # the first line of a window, from k, that is not CONT
+_NOT_ZERO = lazy_re(b"[^\x00]").search  # the first candidate of a chunk, from k, that may start a block
 
 
 def _branch_table(pattern: str, flags: int) -> list[list] | None:
@@ -912,34 +1069,21 @@ def make_spans(text: str, found: list[tuple], segment_id: str | None = None,
 
 
 _SPAN: type | None = None  # models.Span, imported when the first span is made
-# one set for every span built here: spans are frozen, and pydantic copies this set before a copy
-# updates it (model_copy), so sharing it is safe; a set per span would be half a span's size
-_SPAN_FIELDS: set[str] = set()
-_set = object.__setattr__
 
 
 def _span_class() -> type:
-    global _SPAN, _SPAN_FIELDS
+    global _SPAN
     from ..models import Span
 
-    _SPAN_FIELDS = set(Span.model_fields)
     _SPAN = Span
     return Span
 
 
 def _make_span(rule_id, family, segment_id, start, end, line_start, line_end, text, priority, step_id) -> Span:
-    """A frozen Span from values detection produced itself (already the right types): built
-    without validation, 3x cheaper than ``model_construct`` (it matters on 100k-frame traces).
-    Equal to, and dumps like, a validated Span."""
-    cls = _SPAN or _span_class()
-    obj = cls.__new__(cls)
-    _set(obj, "__dict__", {"rule_id": rule_id, "family": family, "segment_id": segment_id, "start": start,
-                           "end": end, "line_start": line_start, "line_end": line_end, "text": text,
-                           "priority": priority, "step_id": step_id, "elided": False})
-    _set(obj, "__pydantic_fields_set__", _SPAN_FIELDS)  # a (mutable) set: model_copy copies, then updates it
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
+    """A frozen Span from values detection produced itself (already the right types)."""
+    return (_SPAN or _span_class())(rule_id=rule_id, family=family, segment_id=segment_id, start=start, end=end,
+                                    line_start=line_start, line_end=line_end, text=text, priority=priority,
+                                    step_id=step_id)
 
 
 def _order_key(s: Span):

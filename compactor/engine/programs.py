@@ -24,8 +24,10 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 __all__ = ["MAX_PROGRAMS", "cached_value", "compile_pattern", "programs_path"]
 
@@ -46,6 +48,8 @@ def programs_path() -> Path | None:
         base = Path(env)
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")) / "compactor"
+    import regex  # here, not at import: a run that compiles no pattern (a short trim) never loads it
+
     tag = f"regex {getattr(regex, '__version__', '?')} {sys.implementation.cache_tag} {sys.version_info[:3]}"
     return base / f"programs-{hashlib.sha256(tag.encode()).hexdigest()[:24]}.bin"
 
@@ -100,6 +104,8 @@ def _save() -> None:
 
 def compile_pattern(pattern: str, flags: int = 0) -> regex.Pattern:
     """``regex.compile(pattern, flags)``, rebuilt from its cached program when there is one."""
+    import regex
+
     global _dirty, _registered
     programs = _load()
     key = f"{int(flags)}\0{pattern}"
@@ -121,6 +127,23 @@ def compile_pattern(pattern: str, flags: int = 0) -> regex.Pattern:
                 _registered = True
                 atexit.register(_save)
     return compiled
+
+
+_SOURCE_HASHES: dict[str, str] = {}
+
+
+def source_hash(path: str) -> str:
+    """A short hash of the source file at ``path`` (a module's ``__file__``), read once per process:
+    the part of a :func:`cached_value` kind that changes when the code computing the value does."""
+    got = _SOURCE_HASHES.get(path)
+    if got is None:
+        try:
+            with open(path, "rb") as fh:
+                got = hashlib.sha256(fh.read()).hexdigest()[:16]
+        except OSError:
+            got = "unknown"
+        _SOURCE_HASHES[path] = got
+    return got
 
 
 def cached_value(kind: str, key: str, compute):

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import regex
-
 from ..models import Role, Segment, SegmentKind
 from .registry import register
 from .base import Document, Edits, Format, Probe, make_segment
@@ -51,8 +49,8 @@ _RETURNCODE = lazy_regex(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _FENCE_OPEN = lazy_regex(r"^```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\r?\n?$")
 _FENCE_CLOSE = lazy_regex(r"^```[ \t]*\r?\n?$")
 _HARNESS = lazy_regex(
-    r"^\s*(?:Please always provide EXACTLY ONE action|Please provide EXACTLY ONE action|"
-    r"The last command .{0,2000}? timed out|Format error:|Tool call error:|Your output was too long)", regex.S)
+    r"(?s)^\s*(?:Please always provide EXACTLY ONE action|Please provide EXACTLY ONE action|"
+    r"The last command .{0,2000}? timed out|Format error:|Tool call error:|Your output was too long)")
 
 
 def _header(line: str) -> str | None:

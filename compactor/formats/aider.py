@@ -23,11 +23,10 @@ leading space).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import Document, Edits, Format, LayoutState, Probe, make_segment
 from ..lazyre import lazy_regex
@@ -65,11 +64,10 @@ def _strip(line: str, kind: str) -> str:
     return body.rstrip()
 
 
-@dataclass
 class AiderState(LayoutState):
     """Aider: the line numbers of the session headers (``# aider chat started at``)."""
 
-    sessions: list[int] = field(default_factory=list)
+    sessions: list[int] = Field(default_factory=list)
 
 
 @register

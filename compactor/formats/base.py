@@ -13,11 +13,11 @@ import copy
 from functools import lru_cache
 import marshal
 import json
-from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar, Hashable, Iterable
 
 from ..errors import InputError
 from ..models import Diagnostic, Segment, SegmentKind
+from ..record import Field, Record
 from .calls import NOT_JSON, make_call, parse_arguments
 
 __all__ = [
@@ -43,8 +43,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RawInput:
+class RawInput(Record, plain=True, frozen=True):
     """Decoded input text plus where it came from."""
 
     text: str
@@ -55,8 +54,7 @@ class RawInput:
         return not self.text.strip()
 
 
-@dataclass
-class Probe:
+class Probe(Record, plain=True, frozen=False):
     """What sniffers look at: the text and, when it parsed, the JSON value or JSONL records.
 
     ``json_value`` is set when the whole text is one JSON document; ``jsonl`` is set when
@@ -77,8 +75,7 @@ class Probe:
         return self.raw.text[:4096]
 
 
-@dataclass
-class LayoutState:
+class LayoutState(Record, plain=True, frozen=False):
     """What a reader remembers so that its writer can put the document back in the same layout.
 
     Common to the layouts: ``base`` (where the message list sits in the data), ``pairs`` (call
@@ -87,27 +84,26 @@ class LayoutState:
     to remember subclasses it next to its reader (``Format.State``): one typed class per layout."""
 
     base: tuple[str | int, ...] = ()
-    pairs: list[tuple[str, str]] = field(default_factory=list)
-    mirrors: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    pairs: list[tuple[str, str]] = Field(default_factory=list)
+    mirrors: dict[str, list[tuple[str | int, ...]]] = Field(default_factory=dict)
 
 
 def update_state(state: LayoutState, **values: Any) -> None:
     """Set fields of a layout's state; a field its class does not have is an error (typo guard)."""
-    names = {f.name for f in fields(state)}
+    names = type(state).__record_fields__
     for k, v in values.items():
         if k not in names:
             raise AttributeError(f"{type(state).__name__} has no field {k!r}")
         setattr(state, k, v)
 
 
-@dataclass
-class Document:
+class Document(Record, plain=True, frozen=False):
     format: str
     data: Any
     segments: list[Segment]
     source: str = "<input>"
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    state: LayoutState = field(default_factory=LayoutState)  # the reader's notes for the writer
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    state: LayoutState = Field(default_factory=LayoutState)  # the reader's notes for the writer
     # nobody but the compaction holds ``data`` (it was parsed from a file, text or bytes, not passed
     # in as objects): the final write may build its output in it instead of in a copy
     disposable: bool = False
@@ -119,8 +115,7 @@ class Document:
         raise KeyError(seg_id)
 
 
-@dataclass
-class Edits:
+class Edits(Record, plain=True, frozen=False):
     """Changes to apply when writing a document back.
 
     ``replace`` maps segment ids to new texts. ``drop`` lists segments to remove (whole
@@ -129,8 +124,8 @@ class Edits:
     prompt when nothing is dropped).
     """
 
-    replace: dict[str, str] = field(default_factory=dict)
-    drop: set[str] = field(default_factory=set)
+    replace: dict[str, str] = Field(default_factory=dict)
+    drop: set[str] = Field(default_factory=set)
     summary: str | None = None
     # the document is not used again: the writer may change ``doc.data`` instead of a copy of it
     in_place: bool = False
@@ -225,17 +220,9 @@ def make_segment(**kw: Any) -> Segment:
         kw["text"] = "" if kw.get("text") is None else json.dumps(kw["text"], ensure_ascii=False, default=str)
     if kw.get("kind") in _CALL_KINDS and "call" not in kw:
         kw["call"] = make_call(kw.get("tool_name"), kw["text"], kw.get("command"), arguments, verb=verb, paths=paths)
-    seg = Segment.model_validate(kw)
-    # Segments are frozen: the set of fields given is never changed in place (copies copy it), so
-    # segments given the same fields share one set (half the size of a segment without its text)
-    given = seg.__pydantic_fields_set__
-    shared = _FIELDS_GIVEN.setdefault(frozenset(given), given)
-    if shared is not given:
-        object.__setattr__(seg, "__pydantic_fields_set__", shared)
-    return seg
+    return Segment(**kw)
 
 
-_FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
 _CALL_KINDS = (SegmentKind.tool_call, "tool_call")
 
 

@@ -163,20 +163,57 @@ def check_vocabulary(raw: Any, source: str) -> list[str]:
 
 def load_vocabulary(path: Path | str = VOCABULARY_PATH) -> Vocabulary:
     """Read and check a vocabulary file; :class:`~compactor.errors.RuleError` lists every problem."""
-    import tomllib
-
     path = Path(path)
     source = str(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = _parse_toml(path)
     except OSError as exc:
         raise RuleError(f"cannot read tool vocabulary: {exc.strerror or exc}", source=source) from None
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # tomllib.TOMLDecodeError, or text that is not UTF-8
         raise RuleError(f"tool vocabulary is not valid TOML: {exc}", source=source, problems=[f"{source}: {exc}"]) from None
     problems = check_vocabulary(raw, path.name)
     if problems:
         raise RuleError(f"invalid tool vocabulary: {'; '.join(problems)}", source=source, problems=problems)
     return Vocabulary([ToolSpec(t) for t in raw["tool"]], source)
+
+
+_PARSED_MAGIC = b"compactor-parsed-toml 1"
+
+
+def _parse_toml(path: Path) -> Any:
+    """The TOML file's data. The parsed form is kept in the cache folder (``tools/<sha256 of the
+    file>.marshal``, with the SHA-256 of the marshalled bytes in its header; safe to delete): a
+    later process reads it back without importing the TOML parser. A cache file that does not
+    check out is ignored, and the data read back is checked like the file's own
+    (:func:`check_vocabulary`)."""
+    import hashlib
+    import marshal
+
+    data = path.read_bytes()
+    from ..tokens import cache_root
+
+    root = cache_root()
+    cached = root / "tools" / f"{hashlib.sha256(data).hexdigest()}.marshal" if root is not None else None
+    if cached is not None:
+        try:
+            header, _, body = cached.read_bytes().partition(b"\n")
+            if header == _PARSED_MAGIC + b" " + hashlib.sha256(body).hexdigest().encode():
+                return marshal.loads(body)
+        except (OSError, ValueError, EOFError, TypeError):
+            pass  # missing or damaged: parsed again below
+    import tomllib
+
+    raw = tomllib.loads(data.decode("utf-8"))
+    if cached is not None:
+        try:
+            body = marshal.dumps(raw)
+            from ..atomic import write_bytes_atomic
+
+            write_bytes_atomic(cached, _PARSED_MAGIC + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body,
+                               dir_mode=0o700)
+        except (OSError, ValueError):
+            pass  # an unwritable folder, or a value marshal cannot keep: only costs speed
+    return raw
 
 
 _VOCABULARY: Vocabulary | None = None

@@ -25,10 +25,10 @@ Writing with drops re-links ``parentUuid`` across removed lines so the chain sta
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Segment
+from ..record import Field, Record
 from .registry import register
 from .anthropic import BlockReader
 from .base import Document, Edits, Format, LayoutState, Probe, jsonl_records, plan_drops, record_line, update_state
@@ -49,12 +49,11 @@ def _local_command(content: Any) -> bool:
 _OTHER_TYPES = ("queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment")
 
 
-@dataclass
 class ClaudeCodeState(LayoutState):
     """Claude Code: tool-result mirrors (``toolUseResult``) and the ids of sidechain segments."""
 
-    tool_mirrors: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
-    sidechain: list[str] = field(default_factory=list)
+    tool_mirrors: dict[str, list[tuple[str | int, ...]]] = Field(default_factory=dict)
+    sidechain: list[str] = Field(default_factory=list)
 
 
 @register

@@ -23,8 +23,6 @@ import copy
 import json
 from typing import Any
 
-import regex
-
 from ..models import Segment
 from .registry import register
 from .anthropic import _BLOCKS, BlockReader
@@ -34,6 +32,8 @@ from ..lazyre import lazy_regex
 _HEADING = lazy_regex(r"^### (User|Assistant)[ \t]*$")
 _SEP = lazy_regex(r"^---[ \t]*$")
 _DATE = lazy_regex(r"^> \S")
+_SNIFF_HEADING = lazy_regex(r"(?m)^### (?:User|Assistant)[ \t]*\r?$")
+_SNIFF_SEP = lazy_regex(r"(?m)^---[ \t]*\r?$")
 
 
 def _lines(text: str) -> list[str]:
@@ -121,9 +121,9 @@ class ClaudeMarkdownFormat(Format):
             return False, "JSON, not Markdown"
         text = probe.raw.text
         head = text[:65536]
-        if not regex.search(r"(?m)^### (?:User|Assistant)[ \t]*\r?$", head):
+        if "###" not in head or not _SNIFF_HEADING.search(head):
             return False, "no '### User' / '### Assistant' section"
-        if not regex.search(r"(?m)^---[ \t]*\r?$", head):
+        if not _SNIFF_SEP.search(head):
             return False, "no '---' separators between sections"
         data = _parse(text)
         secs = data["sections"]

@@ -23,11 +23,10 @@ encrypted content) are not segments. ``compacted`` lines (Codex's own summary) a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .calls import NOT_JSON, parse_arguments
 from .base import (
@@ -84,11 +83,10 @@ def _command(args: Any) -> str | None:
     return command_from_arguments(obj)
 
 
-@dataclass
 class CodexState(LayoutState):
     """Codex rollouts: record index -> indices of the records that mirror it (``event_msg`` copies)."""
 
-    mirror_records: dict[int, list[int]] = field(default_factory=dict)
+    mirror_records: dict[int, list[int]] = Field(default_factory=dict)
 
 
 @register

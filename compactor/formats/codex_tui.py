@@ -26,11 +26,10 @@ A replaced command result is written to ``stdout`` with ``stderr`` emptied (and 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, jsonl_records, make_segment, plan_drops, update_state
 from ..lazyre import lazy_regex
@@ -67,14 +66,13 @@ def _argv_text(cmd: Any) -> str:
     return cmd if isinstance(cmd, str) else ""
 
 
-@dataclass
 class CodexTuiState(LayoutState):
     """Codex TUI recordings: segment id -> the records it owns, paths cleared when it is rewritten;
     call id -> the paths of its streamed output deltas."""
 
-    owned: dict[str, list[Any]] = field(default_factory=dict)
-    clear: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
-    deltas: dict[str, list[Any]] = field(default_factory=dict)
+    owned: dict[str, list[Any]] = Field(default_factory=dict)
+    clear: dict[str, list[tuple[str | int, ...]]] = Field(default_factory=dict)
+    deltas: dict[str, list[Any]] = Field(default_factory=dict)
 
 
 @register

@@ -18,11 +18,10 @@ output?, error?: {type, message}}``, ``error`` (a CLI warning/error) and ``resul
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
-
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import (
     CallIndex,
@@ -44,11 +43,10 @@ _TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
 _EXIT = lazy_regex(r"(?m)^Exit Code: (-?\d+)\s*$")
 
 
-@dataclass
 class GeminiState(LayoutState):
     """Gemini CLI streams: segment id -> the stream chunks that hold its text."""
 
-    chunks: dict[str, list[int]] = field(default_factory=dict)
+    chunks: dict[str, list[int]] = Field(default_factory=dict)
 
 
 @register

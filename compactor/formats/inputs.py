@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import regex
-
 from ..errors import InputError, LimitError
 from ..models import Diagnostic, Severity
 from .base import Probe, RawInput
@@ -35,6 +33,9 @@ __all__ = [
 
 DEFAULT_MAX_JSON_DEPTH = 512
 DEFAULT_MAX_INPUT_BYTES = 2 * 1024**3  # 2 GiB for in-memory (non-streaming) commands
+# below this a JSON file is parsed in memory (the same value): the streaming parser saves memory
+# only on large files, and importing it costs a short run about a third of Python's own start
+STREAM_MIN_BYTES = 1024**2
 
 _SURROGATE = lazy_regex(r"[\ud800-\udfff]")
 
@@ -150,7 +151,7 @@ def _bracket_depth_bound(text: str) -> int:
     return best
 
 
-_TOKENS = lazy_regex(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', regex.DOTALL)
+_TOKENS = lazy_regex(r'(?s)"(?:[^"\\]|\\.)*+"|[\[\]{}]')
 
 
 def _fix_surrogates(value: Any) -> tuple[Any, int]:
@@ -293,6 +294,8 @@ class FileText(RawInput):
     """A :class:`RawInput` whose text is read from its file only when something asks for it (a
     text layout, an error message naming a line); a JSON reader never does."""
 
+    __slots__ = ("_path", "_max_bytes", "_text")
+
     def __init__(self, path: Path, source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES):
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "diagnostics", ())
@@ -329,7 +332,7 @@ def probe_file(path: str | os.PathLike[str] | None, *, max_depth: int = DEFAULT_
     if path is not None and str(path) != "-":
         p = Path(path)
         try:
-            ok = p.is_file() and p.stat().st_size <= max_bytes
+            ok = p.is_file() and STREAM_MIN_BYTES <= p.stat().st_size <= max_bytes
         except OSError:
             ok = False
         if ok:

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, make_segment, name_of, norm_id, plan_drops, update_state
 
@@ -86,12 +86,11 @@ def _sid(i: int, k: int, n: int) -> str:
     return f"m{i}" if n == 1 else f"m{i}.{k}"
 
 
-@dataclass
 class OpenHandsState(LayoutState):
     """OpenHands: paths cleared when a segment is rewritten (stale copies of an edit); the event
     layout version (``v0`` / ``v1``)."""
 
-    clear: dict[str, list[tuple[str | int, ...]]] = field(default_factory=dict)
+    clear: dict[str, list[tuple[str | int, ...]]] = Field(default_factory=dict)
     version: str | None = None
 
 

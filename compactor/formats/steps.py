@@ -15,10 +15,10 @@ A summary written back is a step of its own shape: ``{"step": "summary", "role":
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
+from ..record import Record
 from .registry import register
 from .base import (
     CallIndex,
@@ -52,7 +52,6 @@ def _text_of(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-@dataclass
 class StepsState(LayoutState):
     """The seed-000 step array: the task's own objective and summary budget."""
 

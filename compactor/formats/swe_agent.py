@@ -19,10 +19,10 @@ when it replaces or drops the history text they copy.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Role, Segment, SegmentKind
+from ..record import Field, Record
 from .registry import register
 from .base import (
     CallIndex,
@@ -59,13 +59,12 @@ def _content_parts(msg: dict[str, Any], path: tuple[str | int, ...]) -> list[tup
     return parts
 
 
-@dataclass
 class SweAgentState(LayoutState):
     """SWE-agent: file snapshots, whether the run used function calling, record -> action step."""
 
-    snapshots: dict[Any, Any] = field(default_factory=dict)
+    snapshots: dict[Any, Any] = Field(default_factory=dict)
     function_calling: bool = False
-    action_steps: dict[Any, Any] = field(default_factory=dict)
+    action_steps: dict[Any, Any] = Field(default_factory=dict)
 
 
 @register
