@@ -146,23 +146,14 @@ class _Source:
 def _source(path: Path, max_depth: int) -> _Source | None:
     """The file as a :class:`_Source`; None when the file is not one the streamed reader reads
     exactly as ``json.loads`` would (the in-memory path reads it)."""
-    from .formats.inputs import _JSON_START, _safe_for_stream, _yajl
+    from .formats.inputs import stream_start
 
-    backend = _yajl()
-    if backend is None:
+    at = stream_start(path, max_depth)
+    if at is None:
         return None
-    with open(path, "rb") as fh:
-        head = fh.read(65536)
-        start = 3 if head.startswith(b"\xef\xbb\xbf") else 0
-        if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
-            return None
-        body = head[start:].lstrip(b" \t\n\r")
-        if body[:1] not in (b"[", b"{") or not _JSON_START.match(body[:256].decode("utf-8", "replace")):
-            return None
-        if not _safe_for_stream(fh, head, max_depth):
-            return None
+    backend, start, first = at
     src = _Source(path, start, backend)
-    if body[:1] == b"{":
+    if first == b"{":
         src.read_top()
     return src
 
@@ -229,7 +220,7 @@ def _survey(src: _Source) -> _Survey:
             raise _Unstreamable("not an OpenAI chat message")
         if i == 0:
             sv.first_role = msg.get("role")
-        reader._message(i, msg)
+        reader.message(i, msg)
         for seg in tail.take():
             cid = seg.call_id
             if seg.kind == SegmentKind.tool_call:
@@ -246,21 +237,13 @@ def _survey(src: _Source) -> _Survey:
                     if cid in results:
                         raise _Unstreamable("two outputs of one call id")
                     results.add(cid)
-        _prune_reader(reader)
+        reader.forget_answered()
     sv.messages = n
     sv.segments = len(tail)
     sv.answered = calls & results
     if not sv.messages:
         raise _Unstreamable("empty message list")
     return sv
-
-
-def _prune_reader(reader) -> None:
-    """Forget what the reader keeps of calls whose output has been read (every call id names one
-    call and one output: nothing later asks for it) and the pairs it collects for the writer's drops."""
-    for cid in reader.calls.forget_answered():
-        reader.call_steps.pop(cid, None)
-        reader.call_cmds.pop(cid, None)
 
 
 # ---------------------------------------------------------------------------- spools
@@ -486,6 +469,8 @@ class _Segment:
 class _Fold:
     def __init__(self, comp, survey: _Survey, tmpdir: str | None):
         from .anchor.build import AnchorFold
+        from .anchor.continuation import ContinuationMemo
+        from .collapse.older import OlderPass
         from .pipeline import collapse_boundary
 
         self.comp = comp
@@ -498,14 +483,13 @@ class _Fold:
                                       if not survey.result_meta[i]), default=None)
         self.harden_on = survey.live > 1
         self.anchor = AnchorFold(objective=cfg.objective)
-        self.cont = _ContinuationFold()
+        self.cont = ContinuationMemo()  # fed segment by segment, never from a segment list
         self.result_pos = 0
         self.tokens_before = 0
         self.tokens_after = 0
         self.level = 0
         self.diagnostics: list[Diagnostic] = []
-        self.seen_exact: dict[bytes, str] = {}
-        self.seen_shape: dict[bytes, str] = {}
+        self.older = OlderPass(comp.store, comp.counter)
         self.failing_ids: set[str] = set()
         self.waiting_calls: dict[str, _Segment] = {}
         self.open_calls: dict[str, Segment] = {}  # calls whose output has not been read (file reads)
@@ -527,6 +511,7 @@ class _Fold:
 
     # ------------------------------------------------------------------ per segment
     def segment(self, seg: Segment) -> _Segment:
+        from .audit.selfcheck import span_held
         from .engine import TextView
         from .normalize import normalize
 
@@ -560,7 +545,7 @@ class _Fold:
             if o.changed:
                 self.level = 1
         item = _Segment(seg, text, spans, norm, ph1)
-        item.held = [self._held(sp, seg) for sp in spans]
+        item.held = [span_held(sp, seg, self._file_result) for sp in spans]
         if self.harden_on:
             self._harden(item, pos if seg.kind == SegmentKind.tool_result else None)
         self.anchor.feed(seg, spans)
@@ -568,52 +553,29 @@ class _Fold:
         return item
 
     def _harden(self, item: _Segment, pos: int | None) -> None:
-        """:func:`compactor.collapse.older.harden` for one segment (its passes, in its order)."""
-        from .collapse import older as H
+        """Level 1's older-output pass (:class:`compactor.collapse.older.OlderPass`) on one segment.
+        What :func:`~compactor.collapse.older.harden` reads of the whole list is known here from the
+        survey (the boundary, the first recent step, which calls have an output) or waited for (a
+        call waits for its output's verdict)."""
+        from .collapse.older import call_has_body, failing_output
 
         seg = item.seg
         if seg.meta:
             return
         if seg.kind == SegmentKind.tool_result:
-            is_old = pos is not None and pos < self.boundary
-            spans = item.spans
-            chars, exact_hex, shape = H._digest(seg.text)
-            exact = bytes.fromhex(exact_hex)  # the same key, in half the memory (one per older output)
-            failing = H._failing(seg, tuple(spans))
+            failing = failing_output(seg, item.spans)
             if seg.call_id and failing:
                 self.failing_ids.add(seg.call_id)
-            earlier_exact = self.seen_exact.get(exact)
-            earlier_shape = None if failing else self.seen_shape.get(shape)
-            self.seen_exact.setdefault(exact, seg.step_id)
-            if not failing:
-                self.seen_shape.setdefault(shape, seg.step_id)
             if seg.call_id and seg.call_id in self.waiting_calls:
                 self._decide_call(self.waiting_calls.pop(seg.call_id), failing)
-            if not is_old or chars < H._MIN_DUP_CHARS:
-                return
-            if earlier_exact is not None or earlier_shape is not None:
-                ref, sha = H._ref(self.comp.store, seg.text)
-                if earlier_exact is not None:
-                    line = f"[same as {earlier_exact} · ref {ref}]"
-                else:
-                    line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
-                self._apply(item, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
-                return
-            ev = H.evidence_spans(seg, spans) if failing else []
-            if ev:
-                ref, sha = H._ref(self.comp.store, seg.text)
-                view = H._evidence_view(seg.text, ev, ref)
-                if view is not None:
-                    self._apply(item, view, "collapse.old-error", "older error output: evidence kept", ref, sha)
+            old = pos is not None and pos < self.boundary
+            self._apply(item, self.older.result(seg, item.text, item.spans, old=old, failing=failing))
         elif seg.kind == SegmentKind.tool_call:
             frs = self.first_recent_step
-            if frs is None or seg.step >= frs:
-                return
-            text = item.text
-            if len(text) < H._BODY_CHARS and text.count("\n") + 1 < H._BODY_LINES and "\\n" not in text:
+            if frs is None or seg.step >= frs or not call_has_body(item.text):
                 return
             if not seg.call_id or seg.call_id not in self.sv.answered:
-                self._shorten_call(item)  # no output of it can fail
+                self._apply(item, self.older.call(seg, item.text))  # no output of it can fail
             elif seg.call_id in self.failing_ids:
                 return
             else:
@@ -623,35 +585,13 @@ class _Fold:
     def _decide_call(self, item: _Segment, failing: bool) -> None:
         item.waiting = False
         if not failing:
-            self._shorten_call(item)
+            self._apply(item, self.older.call(item.seg, item.text))
 
-    def _shorten_call(self, item: _Segment) -> None:
-        import hashlib
-
-        from .collapse import older as H
-        from .formats.calls import call_of
-
-        seg = item.seg
-        ref = self.comp.store.put(seg.text.encode("utf-8", errors="surrogatepass"))
-        new = H._shorten_args(item.text, ref, call_of(seg))
-        if new is None:
-            return
-        sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
-        self._apply(item, new, "collapse.call-body", "call argument body", ref, sha)
-
-    def _apply(self, item: _Segment, new: str, rule: str, summary: str, ref: str, sha: str) -> None:
-        from .collapse.older import _est
-
-        cur = item.text
-        if new == cur or self.count(new) >= self.count(cur):
-            return
-        seg = item.seg
-        item.text = new
-        item.candidate = (Placeholder(
-            id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
-            line_start=1, line_end=max(1, seg.text.count("\n") + 1),
-            tokens_before=_est(cur), tokens_after=_est(new)),)
-        self.level = 1
+    def _apply(self, item: _Segment, change: tuple[str, Placeholder] | None) -> None:
+        if change is not None:
+            item.text, ph = change
+            item.candidate = (ph,)
+            self.level = 1
 
     # ------------------------------------------------------------------ per message
     def message(self, i: int, msg: Any, items: list[_Segment]) -> None:
@@ -670,7 +610,6 @@ class _Fold:
 
     def _write(self, i: int, msg: Any, items: list[_Segment]) -> None:
         from .audit.common import is_request
-        from .audit.selfcheck import protected_spans  # noqa: F401 - the verdicts below are its own
         from .formats.base import put_text
         from .normalize import normalize
 
@@ -714,76 +653,15 @@ class _Fold:
         where.add(key)
         return True
 
-    def _held(self, sp: Span, seg: Segment) -> bool:
-        """:func:`compactor.audit.selfcheck.protected_spans`' verdict on one span of its segment."""
-        from .audit.selfcheck import _EVIDENCE, _LOOSE
-
-        if seg.meta or seg.role == Role.system or not sp.text.strip():
-            return False
-        fam = sp.family
-        if fam in _EVIDENCE:
-            return seg.role != Role.assistant
-        if fam == "constraint":
-            return seg.role == Role.user
-        if fam in _LOOSE:
-            return seg.role in (Role.user, Role.assistant) and seg.kind == SegmentKind.message
-        if fam == "number":
-            if seg.kind == SegmentKind.tool_call:
-                return False
-            if seg.role in (Role.user, Role.assistant):
-                return True
-            return not self._file_result(seg)
-        return fam == "placeholder"
-
     def _file_result(self, s: Segment) -> bool:
-        """Is the tool output a file read or edit (``_file_tool_results`` of one output)?"""
-        from .anchor.files import call_effects
-        from .formats.calls import NOT_JSON, call_of, make_call
+        """Is the tool output a file read or edit, as its call (read before it) says?"""
+        from .audit.selfcheck import is_file_result
 
-        if s.kind != SegmentKind.tool_result:
-            return False
-        c = self.open_calls.get(s.call_id) if s.call_id else None
-        if c is None:
-            call = make_call(s.tool_name, s.command or "", s.command)
-        else:
-            cc = call_of(c)
-            if (cc.name, cc.command) != (s.tool_name, s.command):
-                cc = make_call(s.tool_name, cc.raw, s.command, cc.arguments if cc.arguments is not None else NOT_JSON)
-            call = cc
-        try:
-            kind = call_effects(call).kind
-        except Exception:  # noqa: BLE001 - classification is best effort (as the self-check's)
-            return False
-        return kind in ("read", "edit")
+        return is_file_result(s, self.open_calls.get(s.call_id) if s.call_id else None)
 
 
 def _span_order(sp: Span) -> tuple:
     return (sp.start, sp.rule_id)
-
-
-class _ContinuationFold:
-    """What :func:`compactor.anchor.continuation.continuation_check` reads of the segments, read
-    one segment at a time: the user messages, the last tool output, the last failed one and the
-    last assistant message (the check looks at no other output)."""
-
-    def __init__(self) -> None:
-        from .anchor.continuation import ContinuationMemo
-
-        self.memo = ContinuationMemo()
-        self.memo.update = lambda segments, index=None: None  # fed below, never from a segment list
-
-    def feed(self, s: Segment) -> None:
-        from .anchor import continuation as CC
-
-        m = self.memo
-        if CC._is_user_message(s):
-            m.users.append(s)
-        elif s.kind == SegmentKind.tool_result and not s.meta:
-            m.results[:] = [s]
-            if CC._failed(s):
-                m.failed[:] = [s]
-        elif CC._is_assistant_message(s):
-            m.last_assistant = s
 
 
 # ---------------------------------------------------------------------------- driver
@@ -825,7 +703,7 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
         reader = ChatReader(src.base)
         tail = reader.segments = _Tail()
         for i, msg in enumerate(src.items()):
-            reader._message(i, msg)
+            reader.message(i, msg)
             segs = tail.take()
             if reader.mirrors:
                 fold.mirrors.update(reader.mirrors)
@@ -834,7 +712,7 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
             for s in segs:
                 if s.kind == SegmentKind.tool_result and s.call_id:
                     fold.open_calls.pop(s.call_id, None)
-            _prune_reader(reader)
+            reader.forget_answered()
         fold._flush(final=True)
         report, anchor, summary = _finish(fold)
         insert = None
@@ -866,7 +744,7 @@ def _finish(fold: _Fold):
     continuation check, the report and the anchor's size bound."""
     from .anchor.continuation import continuation_check
     from .audit.selfcheck import apply_to_anchor, backfill_markdown, run_selfcheck
-    from .pipeline import _levels_available, _unique_diags
+    from .pipeline import levels_available, unique_diagnostics
 
     comp, cfg = fold.comp, fold.cfg
     for sp in fold.spools():
@@ -890,19 +768,20 @@ def _finish(fold: _Fold):
     self_check = res.to_model()
     stages.append("self-check")
     # the selfcheck stage: the continuation questions
-    anchor, filled = continuation_check(anchor, [], fold.cont.memo)
+    anchor, filled = continuation_check(anchor, [], fold.cont)
     if filled:
         self_check = self_check.model_copy(update={
             "backfilled": [*self_check.backfilled, *(f"continuation:{x}" for x in filled)]})
     after = fold.tokens_after + (comp.counter.count(summary) if summary else 0)
     report = Report(
         format=STREAM_LAYOUT, tokens_before=fold.tokens_before, tokens_after=after,
-        token_counter=comp.counter.name, level=fold.level, levels_available=_levels_available(),
-        budget=cfg.budget, protected=[], placeholders=[], diagnostics=_unique_diags(fold.diagnostics),
+        token_counter=comp.counter.name, level=fold.level, levels_available=levels_available(),
+        budget=cfg.budget, protected=[], placeholders=[], diagnostics=unique_diagnostics(fold.diagnostics),
         self_check=self_check, exit_signal=False, recommend_new_session=False, segments=fold.segments,
         stages=stages, redacted={}, llm=None)
     if anchor is not None and cfg.anchor_max_tokens:
         from .anchor import bound_anchor
+        from .tokens import piecewise
 
-        anchor = bound_anchor(anchor, cfg.anchor_max_tokens, comp._count_pieces(), lang=cfg.lang)
+        anchor = bound_anchor(anchor, cfg.anchor_max_tokens, piecewise(comp.counter), lang=cfg.lang)
     return report, anchor, summary

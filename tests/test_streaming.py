@@ -143,10 +143,8 @@ def test_streamed_output_is_the_in_memory_output(tmp_path_factory, msgs, wrap, e
     assert got == _in_memory(path, tmp / "store", emit, **options)
 
 
-def test_the_fold_is_exercised_beyond_the_plain_path(tmp_path):
-    """The generated features reach the fold's harder paths: an older output folded into an earlier
-    identical one, an older error output cut to its evidence, a long call shortened after its
-    output was read, the self-check asking the whole output, a summary message inserted."""
+def _exercised() -> list[dict]:
+    """A conversation that reaches the fold's harder paths (see below)."""
     msgs = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Fix the failing test; do not touch the public API of cache.py."}]
     for step in range(8):
@@ -158,12 +156,65 @@ def test_the_fold_is_exercised_beyond_the_plain_path(tmp_path):
             msgs.append({"role": "assistant", "content": "meanwhile", "tool_calls": []})
         msgs.append({"role": "tool", "tool_call_id": cid, "content": _FAILING.format(n=step) if step % 2 else _PIP.format(n=3)})
     msgs.append({"role": "user", "content": "Now run the whole test suite once more and report the result."})
+    return msgs
+
+
+def test_the_fold_is_exercised_beyond_the_plain_path(tmp_path):
+    """The generated features reach the fold's harder paths: an older output folded into an earlier
+    identical one, an older error output cut to its evidence, a long call shortened after its
+    output was read, the self-check asking the whole output, a summary message inserted."""
     path = tmp_path / "t.json"
-    path.write_text(json.dumps(msgs, indent=2), encoding="utf-8")
+    path.write_text(json.dumps(_exercised(), indent=2), encoding="utf-8")
     got = _streamed(path, tmp_path / "store", "json")
     assert got is not None and got == _in_memory(path, tmp_path / "store", "json")
     rules = {p["rule_id"] for p in json.loads(got)["report"]["placeholders"]}
     assert {"collapse.same-as", "collapse.old-error", "collapse.call-body"} <= rules
+
+
+def test_both_paths_take_the_rooms_own_steps(tmp_path, monkeypatch):
+    """One copy of each room's logic: the older-output pass's steps (``OlderPass``) and the
+    self-check's verdict on a span (``span_held``) decide for the in-memory pipeline and for the
+    fold alike, on the same segments, with the same answers."""
+    from compactor.audit import selfcheck
+    from compactor.collapse import older
+
+    log: dict[str, list] = {"memory": [], "stream": []}
+    now = ["memory"]
+    result, call, held = older.OlderPass.result, older.OlderPass.call, selfcheck.span_held
+
+    def result_step(self, seg, text, spans, **kw):
+        out = result(self, seg, text, spans, **kw)
+        log[now[0]].append(("result", seg.id, kw["old"], kw["failing"], out))
+        return out
+
+    def call_step(self, seg, text):
+        out = call(self, seg, text)
+        if out is not None:  # (the fold asks only of calls with a body: the others give None)
+            log[now[0]].append(("call", seg.id, out))
+        return out
+
+    def verdict(sp, seg, file_result):
+        ok = held(sp, seg, file_result)
+        log[now[0]].append(("held", sp.segment_id, sp.start, sp.rule_id, ok))
+        return ok
+
+    monkeypatch.setattr(older.OlderPass, "result", result_step)
+    monkeypatch.setattr(older.OlderPass, "call", call_step)
+    monkeypatch.setattr(selfcheck, "span_held", verdict)
+    path = tmp_path / "t.json"
+    msgs = _exercised()
+    # an error an agent restates is not evidence (a verdict of False)
+    msgs.insert(-1, {"role": "assistant", "content": "It failed with:\n" + _TRACE.format(n=41)})
+    path.write_text(json.dumps(msgs, indent=2), encoding="utf-8")
+    mem = _in_memory(path, tmp_path / "store", "json")
+    now[0] = "stream"
+    assert _streamed(path, tmp_path / "store", "json") == mem
+    m, s = log["memory"], log["stream"]
+    assert [x for x in m if x[0] == "result"] == [x for x in s if x[0] == "result"]
+    assert sum(1 for x in m if x[0] == "result" and x[-1] is not None) >= 3
+    assert sorted(x for x in m if x[0] == "call") == sorted(x for x in s if x[0] == "call") != []
+    assert set(x for x in m if x[0] == "held") == set(x for x in s if x[0] == "held")
+    assert any(x[-1] for x in s if x[0] == "held") and not all(x[-1] for x in s if x[0] == "held")
 
 
 # ---------------------------------------------------------------------------- what does not stream
@@ -353,3 +404,26 @@ def test_the_output_pass_answers_as_the_in_memory_output(pieces, needles, prefix
             got[k] = _StreamOutput({}, finder).has_span(sp)
             want[k] = mem.has_span(sp)
     assert got == want
+
+
+def test_the_fold_reaches_no_private_name_of_another_room():
+    """The fold calls the rooms' public steps: no ``_private`` name imported from another module of
+    the package, nor read off an imported module (``older._digest``) or the compactor it is given."""
+    import ast
+
+    import compactor.streaming as streaming
+
+    tree = ast.parse(Path(streaming.__file__).read_text(encoding="utf-8"))
+    modules: set[str] = set()
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("compactor")):
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    bad.append(f"line {node.lineno}: imports {alias.name}")
+                modules.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                and isinstance(node.value, ast.Name) and (node.value.id in modules or node.value.id == "comp"):
+            bad.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    assert not bad, "\n".join(bad)
