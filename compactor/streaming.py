@@ -200,7 +200,9 @@ class _Survey:
         self.result_meta = bytearray()
         self.live = 0  # tool outputs that are not harness text
         self.first_role: Any = None
-        self.answered: set[str] = set()  # call ids that have an output (only those can fail)
+        # per tool call with an id, in order: has it an output (only those can fail)? One byte a
+        # call, not its id: the fold counts the calls the same way
+        self.answered = bytearray()
 
 
 def _survey(src: _Source) -> _Survey:
@@ -211,7 +213,7 @@ def _survey(src: _Source) -> _Survey:
     items = src.items()
     tail = reader.segments = _Tail()
     sv = _Survey()
-    calls: set[str] = set()
+    calls: dict[str, int] = {}  # call id -> its position among the calls with an id
     results: set[str] = set()
     n = 0
     for i, msg in enumerate(items):
@@ -227,7 +229,8 @@ def _survey(src: _Source) -> _Survey:
                 if cid:
                     if cid in calls or cid in results:
                         raise _Unstreamable("a call id used twice, or after its output")
-                    calls.add(cid)
+                    calls[cid] = len(sv.answered)
+                    sv.answered.append(0)
             elif seg.kind == SegmentKind.tool_result:
                 sv.result_steps.append(seg.step)
                 sv.result_meta.append(1 if seg.meta else 0)
@@ -237,10 +240,11 @@ def _survey(src: _Source) -> _Survey:
                     if cid in results:
                         raise _Unstreamable("two outputs of one call id")
                     results.add(cid)
+                    if cid in calls:
+                        sv.answered[calls[cid]] = 1
         reader.forget_answered()
     sv.messages = n
     sv.segments = len(tail)
-    sv.answered = calls & results
     if not sv.messages:
         raise _Unstreamable("empty message list")
     return sv
@@ -485,6 +489,7 @@ class _Fold:
         self.anchor = AnchorFold(objective=cfg.objective)
         self.cont = ContinuationMemo()  # fed segment by segment, never from a segment list
         self.result_pos = 0
+        self.call_pos = 0  # tool calls with an id read so far (the survey's answered flags)
         self.tokens_before = 0
         self.tokens_after = 0
         self.level = 0
@@ -546,13 +551,17 @@ class _Fold:
                 self.level = 1
         item = _Segment(seg, text, spans, norm, ph1)
         item.held = [span_held(sp, seg, self._file_result) for sp in spans]
+        answered = False
+        if seg.kind == SegmentKind.tool_call and seg.call_id:
+            answered = bool(self.sv.answered[self.call_pos])
+            self.call_pos += 1
         if self.harden_on:
-            self._harden(item, pos if seg.kind == SegmentKind.tool_result else None)
+            self._harden(item, pos if seg.kind == SegmentKind.tool_result else None, answered)
         self.anchor.feed(seg, spans)
         self.cont.feed(seg)
         return item
 
-    def _harden(self, item: _Segment, pos: int | None) -> None:
+    def _harden(self, item: _Segment, pos: int | None, answered: bool) -> None:
         """Level 1's older-output pass (:class:`compactor.collapse.older.OlderPass`) on one segment.
         What :func:`~compactor.collapse.older.harden` reads of the whole list is known here from the
         survey (the boundary, the first recent step, which calls have an output) or waited for (a
@@ -574,7 +583,7 @@ class _Fold:
             frs = self.first_recent_step
             if frs is None or seg.step >= frs or not call_has_body(item.text):
                 return
-            if not seg.call_id or seg.call_id not in self.sv.answered:
+            if not answered:
                 self._apply(item, self.older.call(seg, item.text))  # no output of it can fail
             elif seg.call_id in self.failing_ids:
                 return

@@ -379,6 +379,7 @@ class _State:
 
     def __init__(self, a: Anchor) -> None:
         self._fact_shapes: dict[str, bool] = {}
+        self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
         self.facts: dict[str, Fact] = {x.id: x for x in a.facts_learned}
         self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
         self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
@@ -616,7 +617,13 @@ class _State:
             return  # tool banners, package-manager chatter, cost lines: chrome, not facts
         fid = item_id("fa", text)
         if fid not in self.facts:
-            self.facts[fid] = Fact(id=fid, source_step=step, text=text, via=shorten(via, 100) if via else "")
+            if via:
+                # the facts of one observation share one shortened 'via' (one string, not one each)
+                last = self._via
+                if last[0] != via:
+                    last = self._via = (via, shorten(via, 100))
+                via = last[1]
+            self.facts[fid] = Fact(id=fid, source_step=step, text=text, via=via)
 
     # ------------------------------------------------------------------ roles
     def _span_sentences(self, spans: Sequence[Span], family: str) -> list[str]:
