@@ -370,14 +370,14 @@ def test_the_output_pass_answers_as_the_in_memory_output(pieces, needles, prefix
     from compactor.audit.selfcheck import _Output
     from compactor.models import Span
     from compactor.normalize import normalize
-    from compactor.streaming import _Finder, _StreamOutput
+    from compactor.audit.scan import OutputScan, ScannedOutput
 
     kept = {f"m{i}": p for i, p in enumerate(pieces)}
     mem = _Output(kept, None)
     norm = {sid: normalize(t) for sid, t in kept.items()}
     spans = [Span(rule_id="error.keyword", family="error", segment_id=f"m{i % (len(pieces) + 1)}", start=0,
                   end=max(1, len(t)), line_start=1, line_end=1, text=t) for i, t in enumerate(needles)]
-    finder = _Finder()
+    finder = OutputScan()
     own = {sid: norm[sid] for sid in list(norm)[:1]}  # the streamed side knows only the request's own text
 
     def ask(out):
@@ -385,8 +385,8 @@ def test_the_output_pass_answers_as_the_in_memory_output(pieces, needles, prefix
                 + [out.has_span(sp) if sp.segment_id in own or sp.segment_id not in norm else None for sp in spans]
                 + [out.has_words(t) for t in needles])
 
-    streamed = _StreamOutput(own, finder)
-    elsewhere = _StreamOutput({}, finder)  # a span not in its own text: asked of the whole output
+    streamed = ScannedOutput(own, finder)
+    elsewhere = ScannedOutput({}, finder)  # a span not in its own text: asked of the whole output
     ask(streamed)
     for sp in spans:
         elsewhere.has_span(sp)
@@ -401,7 +401,7 @@ def test_the_output_pass_answers_as_the_in_memory_output(pieces, needles, prefix
             o = norm.get(sp.segment_id)
             if o is not None and sp.text in o:
                 continue
-            got[k] = _StreamOutput({}, finder).has_span(sp)
+            got[k] = ScannedOutput({}, finder).has_span(sp)
             want[k] = mem.has_span(sp)
     assert got == want
 

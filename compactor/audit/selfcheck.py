@@ -28,13 +28,13 @@ from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKi
 from ..normalize import normalize
 from ..record import Field, Record
 from ..segments import changed
-from .common import (bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten, squash,
-                     word_set)
+from .common import (PREFIX, bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten,
+                     squash, word_set)
 
 __all__ = ["Missing", "SelfCheckResult", "TextMemo", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state",
            "protected_spans", "span_held", "is_file_result"]
 
-_PREFIX = 60  # characters of a (possibly shortened) item that must appear
+_PREFIX = PREFIX  # characters of a (possibly shortened) item that must appear
 
 
 class Missing(Record, plain=True, frozen=True):
