@@ -355,7 +355,6 @@ class _Fold:
         self.level = 0
         self.diagnostics: list[Diagnostic] = []
         self.older = OlderPass(comp.store, comp.counter)
-        self.failing_ids: set[str] = set()
         self.waiting_calls: dict[str, _Segment] = {}
         self.open_calls: dict[str, Segment] = {}  # calls whose output has not been read (file reads)
         self.queue: list[tuple[int, Any, list[_Segment]]] = []
@@ -433,8 +432,6 @@ class _Fold:
             return
         if seg.kind == SegmentKind.tool_result:
             failing = failing_output(seg, item.spans)
-            if seg.call_id and failing:
-                self.failing_ids.add(seg.call_id)
             if seg.call_id and seg.call_id in self.waiting_calls:
                 self._decide_call(self.waiting_calls.pop(seg.call_id), failing)
             old = pos is not None and pos < self.boundary
@@ -445,9 +442,7 @@ class _Fold:
                 return
             if not answered:
                 self._apply(item, self.older.call(seg, item.text))  # no output of it can fail
-            elif seg.call_id in self.failing_ids:
-                return
-            else:
+            else:  # (its output follows it: the survey saw no call after its output)
                 item.waiting = True  # until its output says whether it failed
                 self.waiting_calls[seg.call_id] = item
 

@@ -71,7 +71,7 @@ _ASCII_PAT = (rf"'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}
               rf"|[{_S}]++\Z|[{_S}]*[\r\n]|[{_S}]+(?![^{_S}])|[{_S}]")
 _ascii_pieces = None
 
-CACHE_CHARS = 8 * 1024 * 1024  # characters of counted texts a counter keeps counts of (and so holds)
+CACHE_CHARS = 2 * 1024 * 1024  # characters of counted texts a counter keeps counts of (and so holds)
 PY_COUNT_CHARS = 32 * 1024  # ASCII characters a process counts with the encoder below before it
 # builds tiktoken's (about 0.15 s of CPU from cached ranks; this encoder costs ~1 us a character)
 
