@@ -307,86 +307,94 @@ def _add_policy_commands(sub) -> None:
 # ---------------------------------------------------------------------------- helpers
 
 
-def _open_out(path: str | None):
-    if path is None or path == "-":
-        return sys.stdout, False
-    try:
-        return open(path, "w", encoding="utf-8", newline=""), True
-    except OSError as exc:
-        from . import InputError
-
-        raise InputError(f"cannot write output: {exc.strerror}", source=path) from None
-
-
-class _Out:
-    """Where a command's output goes: standard output, or a file written whole or not at all (a
-    temporary file beside it, renamed into place by ``commit``; ``abort`` removes it). Opened on
-    the first write: a command that fails before writing leaves nothing behind."""
+class _Output:
+    """Where a command writes: standard output, or the file ``-o`` names, written whole or not at
+    all. The text goes to a temporary file beside it, renamed into place when the command
+    succeeds and removed when it fails: a failed run leaves the old file as it was, and ``-o``
+    may name the input itself (it is read to its end before it is replaced). A path that is not
+    a regular file (``/dev/null``, a pipe) is written as it is."""
 
     def __init__(self, path: str | None):
-        self.path = None if path is None or path == "-" else path
-        self.fh = None
+        self.path = None if path is None or path == "-" else Path(path)
+        self.fh: Any = sys.stdout
         self.tmp: str | None = None
 
-    def _open(self):
-        if self.path is None:
-            self.fh = sys.stdout
-            return
-        p = Path(self.path)
+    def __enter__(self):
+        p = self.path
+        if p is None:
+            return self.fh
         try:
-            if p.exists() and not p.is_file():  # a device or a pipe: written as it is
+            if p.exists() and not p.is_file():
                 self.fh = open(p, "w", encoding="utf-8", newline="")
-                return
-            import tempfile
+            else:
+                import tempfile  # here: a run that writes to standard output never pays for it
 
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
-            self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+                fd, self.tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+                self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
         except OSError as exc:
-            from . import InputError
+            raise self._error(exc) from None
+        return self.fh
 
-            raise InputError(f"cannot write output: {exc.strerror}", source=self.path) from None
+    def _error(self, exc: OSError):
+        from . import InputError
 
-    def write(self, text: str) -> None:
-        if self.fh is None:
-            self._open()
-        self.fh.write(text)
+        return InputError(f"cannot write output: {exc.strerror or exc}", source=str(self.path))
 
-    def flush(self) -> None:
-        if self.fh is not None:
-            self.fh.flush()
-
-    def commit(self) -> None:
-        if self.fh is None:
-            self._open()
-        self.fh.flush()
-        if self.fh is not sys.stdout:
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.path is None:
+            if exc_type is None:
+                self.fh.flush()
+            return False
+        tmp, self.tmp = self.tmp, None
+        try:
             self.fh.close()
-        if self.tmp is not None:
-            mode = 0o666 & ~_umask()
-            os.chmod(self.tmp, mode)
-            os.replace(self.tmp, self.path)
-            self.tmp = None
-        self.fh = None
+            if tmp is not None and exc_type is None:
+                try:
+                    mode = self.path.stat().st_mode & 0o7777  # the replaced file's permissions
+                except OSError:
+                    mask = os.umask(0)
+                    os.umask(mask)
+                    mode = 0o666 & ~mask  # as a new file would have them
+                os.chmod(tmp, mode)
+                os.replace(tmp, self.path)
+                tmp = None
+        except OSError as e:
+            if exc_type is None:
+                raise self._error(e) from None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        return False
 
-    def abort(self) -> None:
-        if self.fh is not None and self.fh is not sys.stdout:
-            try:
-                self.fh.close()
-            except OSError:
-                pass
-        self.fh = None
-        if self.tmp is not None:
-            try:
-                os.unlink(self.tmp)
-            except OSError:
-                pass
-            self.tmp = None
 
+def _stream_compact(comp, args, stream_compact) -> bool:
+    """Compact the input by the fold, written through an :class:`_Output` opened on the first
+    write: False (nothing opened, nothing written) when the fold leaves the file to the in-memory
+    path. Opened only then, a pipe or device named by ``-o`` is opened once."""
+    out = _Output(args.output)
+    fh = None
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    def write(text: str) -> None:
+        nonlocal fh
+        if fh is None:
+            fh = out.__enter__()
+        fh.write(text)
+
+    try:
+        report = stream_compact(comp, args.input, write, emit=args.emit, format=args.format)
+    except BaseException as exc:
+        if fh is not None:
+            out.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    if report is None:
+        return False
+    if fh is None:
+        fh = out.__enter__()
+    out.__exit__(None, None, None)
+    return True
 
 
 def _store_spec(args) -> str:
@@ -416,14 +424,8 @@ def cmd_compact(args) -> int:
     comp = _compactor(args, **config_options(args))
     if args.emit in ("json", "messages") and args.input != "-" and getattr(args, "stream", "auto") == "auto":
         # a JSON file the fold compacts exactly as the in-memory pipeline does: in bounded memory
-        out = _Out(args.output)
-        try:
-            report = stream_compact(comp, args.input, out.write, emit=args.emit, format=args.format)
-            if report is not None:
-                out.commit()
-                return 0
-        finally:
-            out.abort()
+        if _stream_compact(comp, args, stream_compact):
+            return 0
     # a Path: '-' is standard input
     doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
     doc.disposable = True  # read here and used once: written in place, not copied
@@ -434,15 +436,11 @@ def cmd_compact(args) -> int:
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     if args.emit not in ("json", "messages"):
         text = render(result, args.emit, lang=comp.config.lang)  # errors (no anchor) before the output opens
-    out = _Out(args.output)
-    try:
+    with _Output(args.output) as out:
         if args.emit in ("json", "messages"):
             render_to(result, args.emit, out, lang=comp.config.lang)  # streamed: never one string
         else:
             out.write(text)
-        out.commit()
-    finally:
-        out.abort()
     return 0
 
 
@@ -483,13 +481,14 @@ def cmd_trim(args) -> int:
     baseline = _load_baselines(args.baseline, args.baseline_dir)
     store = _open_store(args) if args.keep_originals else None
     _resume_gc()
-    out, close = _open_out(args.output)
+    if args.input != "-":
+        _check_log_path(Path(args.input), args.input)
     try:
-        if args.input == "-":
-            stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
-        else:
-            _check_log_path(Path(args.input), args.input)
-            stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
+        with _Output(args.output) as out:
+            if args.input == "-":
+                stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
+            else:
+                stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
     except BrokenPipeError:
         # the reader went away: keep reading standard input to its end, so the producer upstream
         # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
@@ -497,9 +496,6 @@ def cmd_trim(args) -> int:
             while sys.stdin.buffer.read(1 << 20):
                 pass
         raise
-    finally:
-        if close:
-            out.close()
     if receipt == "stderr" and stats.folded:
         sys.stderr.write(stats.receipt() + "\n")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
