@@ -384,7 +384,7 @@ def _stream_compact(comp, args, stream_compact) -> bool:
         fh.write(text)
 
     try:
-        report = stream_compact(comp, args.input, write, emit=args.emit, format=args.format)
+        report = stream_compact(comp, args.input, write, emit=args.emit, format=args.format, min_bytes=None)
     except BaseException as exc:
         if fh is not None:
             out.__exit__(type(exc), exc, exc.__traceback__)
@@ -424,6 +424,8 @@ def cmd_compact(args) -> int:
     comp = _compactor(args, **config_options(args))
     if args.emit in ("json", "messages") and args.input != "-" and getattr(args, "stream", "auto") == "auto":
         # a JSON file the fold compacts exactly as the in-memory pipeline does: in bounded memory
+        # (with the collector running: paused, the garbage cycles of the whole run would pile up)
+        _resume_gc()
         if _stream_compact(comp, args, stream_compact):
             return 0
     # a Path: '-' is standard input

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from array import array
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
@@ -257,6 +256,8 @@ class _Spool:
     """JSON values written one per line to a temporary file and read back in order."""
 
     def __init__(self, dir: str | None) -> None:
+        import tempfile  # here: a file left to the in-memory path never pays for it
+
         fd, self.path = tempfile.mkstemp(prefix="compactor-", suffix=".spool", dir=dir)
         self.fh = os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="\n")
         self.count = 0
@@ -532,11 +533,13 @@ def _span_order(sp: Span) -> tuple:
 
 
 def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], Any] | None = None, *,
-                   emit: str = "json", format: str = "auto") -> Report | None:
+                   emit: str = "json", format: str = "auto", min_bytes: int | None = 0) -> Report | None:
     """Compact the JSON file at ``path`` with the compactor ``comp`` as a fold over its messages and
     write what ``compactor compact --emit EMIT`` writes through ``write``; return the report. None
     (nothing written) when the file or the settings are not ones the fold compacts exactly like
-    the in-memory pipeline: the caller compacts it in memory."""
+    the in-memory pipeline: the caller compacts it in memory. ``min_bytes``: a smaller file is left
+    to the in-memory path too (None: the size below which reading a file whole costs no more
+    memory, :data:`compactor.formats.inputs.STREAM_MIN_BYTES`; the command line's choice)."""
     from .formats import get_format
     from .formats.openai_chat import ChatReader
 
@@ -551,6 +554,10 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
     p = Path(path)
     try:
         if not p.is_file():
+            return None
+        if min_bytes is None:
+            from .formats.inputs import STREAM_MIN_BYTES as min_bytes
+        if min_bytes and p.stat().st_size < min_bytes:
             return None
         src = _source(p, cfg.max_json_depth)
         if src is None:

@@ -301,15 +301,50 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compactor", *args], capture_output=True, text=True, cwd=str(cwd))
 
 
-def test_cli_streams_and_matches_the_in_memory_run(tmp_path, corpus):
-    src = _chat_corpus(corpus)[0]
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
+def test_cli_streams_and_matches_the_in_memory_run(tmp_path, corpus, monkeypatch):
+    """A JSON chat trajectory of at least ``STREAM_MIN_BYTES`` is compacted by the fold, a smaller
+    one in memory (the fold's parser costs a short run more than it
+    saves); the bytes are the in-memory run's either way."""
+    import compactor
+    from compactor import cli, streaming
+    from compactor.formats.inputs import STREAM_MIN_BYTES
+
+    data = json.loads(_chat_corpus(corpus)[0].read_text(encoding="utf-8"))
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(data), encoding="utf-8")
+    big = tmp_path / "big.json"
+    msgs = []
+    for k in range(STREAM_MIN_BYTES // small.stat().st_size + 1):  # the conversation again, its call ids renamed
+        for m in data["messages"]:
+            m = json.loads(json.dumps(m))
+            for c in m.get("tool_calls") or []:
+                c["id"] = f"{c['id']}-{k}"
+            if m.get("tool_call_id"):
+                m["tool_call_id"] = f"{m['tool_call_id']}-{k}"
+            msgs.append(m)
+    data["messages"] = msgs
+    big.write_text(json.dumps(data), encoding="utf-8")
+    assert small.stat().st_size < STREAM_MIN_BYTES <= big.stat().st_size
+    streamed: list = []
+    real = streaming.stream_compact
+
+    def spy(*a, **k):
+        report = real(*a, **k)
+        streamed.append(report is not None)
+        return report
+
+    monkeypatch.setattr(streaming, "stream_compact", spy)
+    monkeypatch.setattr(compactor, "stream_compact", spy, raising=False)
     store = str(tmp_path / "store")
-    r1 = _cli("compact", str(src), "-o", str(a), "--store", store)
-    r2 = _cli("compact", str(src), "-o", str(b), "--store", store, "--stream", "never")
-    assert r1.returncode == 0 and r2.returncode == 0, (r1.stderr, r2.stderr)
-    assert a.read_bytes() == b.read_bytes()
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    for src, fold in ((big, True), (small, False)):
+        a, b = tmp_path / "a.json", tmp_path / "b.json"
+        streamed.clear()
+        assert cli.main(["compact", str(src), "-o", str(a), "--store", store]) == 0
+        assert streamed == [fold]
+        r2 = _cli("compact", str(src), "-o", str(b), "--store", store, "--stream", "never")
+        assert r2.returncode == 0, r2.stderr
+        assert a.read_bytes() == b.read_bytes()
+        assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
 @pytest.mark.parametrize("cut", [0.5, 0.999])
