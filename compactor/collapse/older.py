@@ -178,9 +178,10 @@ class OlderPass:
 
     def result(self, seg, text: str, spans, *, old: bool, failing: bool,
                digest: tuple[int, bytes, bytes] | None = None) -> tuple[str, Placeholder] | None:
-        """A tool output (not harness text) with its current ``text`` and Level 1 ``spans``: it is
-        recorded as seen; when ``old`` (before the recent window) it becomes a "same as" line, or,
-        when ``failing``, its evidence view. ``digest``: :func:`output_digest` of it, if known."""
+        """A tool output (not harness text) with its current ``text`` and Level 1 ``spans`` (or a
+        function giving them, asked only when they are read): it is recorded as seen; when ``old``
+        (before the recent window) it becomes a "same as" line, or, when ``failing``, its evidence
+        view. ``digest``: :func:`output_digest` of it, if known."""
         chars, exact, shape = digest if digest is not None else output_digest(seg.text)
         earlier_exact = self.seen_exact.get(exact)
         earlier_shape = None if failing else self.seen_shape.get(shape)
@@ -196,7 +197,7 @@ class OlderPass:
             else:
                 line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
             return self._change(seg, text, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
-        ev = evidence_spans(seg, list(spans)) if failing else []
+        ev = evidence_spans(seg, list(spans() if callable(spans) else spans)) if failing else []
         if ev:
             ref, sha = _ref(self.store, seg.text)
             view = _evidence_view(seg.text, ev, ref)
@@ -253,6 +254,7 @@ class HardenMemo:
         self.seen_shape: dict[bytes, str] = {}
         self.changes: dict[str, str] = {}
         self.placeholders: list[Placeholder] = []
+        self.runs: int | None = None  # the conversation's outcome log runs at the last call
         self.calls_kept: set[str] = set()  # call ids decided while none of their outputs failed
         self.calls_failed: set[str] = set()  # call ids left verbatim because an output of theirs failed
         self.failing: dict[str, tuple] = {}  # segment id -> (segment, spans, failing)
@@ -375,11 +377,16 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             and not (memo.calls_kept & failed_calls) and memo.calls_failed <= failed_calls \
             and memo.generation == idx.generation  # the index saw the list grow: its first n are memo.segs
         if ok:
-            cur = list(map(outcomes.get, memo.ids))
-            if not all(map(operator.is_, memo.outs, cur)):  # a changed outcome: compare what harden reads
-                for i in range(n):
+            # the outcomes the Level 1 stage may have changed since the last call (from ``lo`` on)
+            log = getattr(state.conversation, "outcome_log", None)
+            lo = log.since(memo.runs, idx) if log is not None else None
+            lo = 0 if lo is None else min(lo, n)
+            cur = list(map(outcomes.get, memo.ids[lo:] if lo else memo.ids))
+            if not all(map(operator.is_, memo.outs[lo:] if lo else memo.outs, cur)):
+                # a changed outcome: compare what harden reads
+                for i in range(lo, n):
                     s = segs[i]
-                    if cur[i] is not memo.outs[i] and (texts[s.id] != memo.texts[i] or (
+                    if cur[i - lo] is not memo.outs[i] and (texts[s.id] != memo.texts[i] or (
                             s.kind == SegmentKind.tool_result and spans_of(s) != memo.spans[i])):
                         ok = False
                         break
@@ -393,6 +400,8 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             memo.reset(state.cache_tag)
         memo.boundary, memo.first_recent_step = boundary, first_recent_step
         memo.generation = idx.generation
+    log = getattr(getattr(state, "conversation", None), "outcome_log", None)
+    memo.runs = log.runs if log is not None else None
     step = OlderPass(store, counter, memo.seen_exact, memo.seen_shape)
     settled = True  # still extending the memo's settled prefix
 
@@ -425,7 +434,8 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
-            apply(seg, step.result(seg, texts[seg.id], spans_of(seg), old=is_old(seg),
+            # (its spans are read only when it may be cut to its evidence)
+            apply(seg, step.result(seg, texts[seg.id], lambda seg=seg: spans_of(seg), old=is_old(seg),
                                    failing=memo.is_failing(seg, outcomes.get(seg.id)), digest=memo.digest(seg)))
         elif seg.kind == SegmentKind.tool_call:
             if first_recent_step is None or seg.step >= first_recent_step:
