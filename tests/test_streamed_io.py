@@ -256,9 +256,14 @@ def test_cli_and_path_compactions_write_in_place(tmp_path: Path, monkeypatch) ->
     monkeypatch.setattr(Format, "copy_data", staticmethod(spy))
     p = tmp_path / "in.json"
     p.write_text(json.dumps(_chat(15)), encoding="utf-8")
-    assert main(["compact", str(p), "-o", str(tmp_path / "out.json"), "--store", str(tmp_path / "s")]) == 0
+    assert main(["compact", str(p), "-o", str(tmp_path / "out.json"), "--store", str(tmp_path / "s"),
+                 "--stream", "never"]) == 0
     assert seen == [True]
     seen.clear()
+    # by default the command line compacts such a file message by message: no copy of anything
+    assert main(["compact", str(p), "-o", str(tmp_path / "out2.json"), "--store", str(tmp_path / "s")]) == 0
+    assert seen == []
+    assert (tmp_path / "out.json").read_bytes() == (tmp_path / "out2.json").read_bytes()
     Compactor(store=str(tmp_path / "s")).compact(str(p))
     assert seen == [True]
     seen.clear()
