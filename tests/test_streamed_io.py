@@ -24,11 +24,14 @@ TRAJECTORY_DIRS = ("claude-code", "codex-rollout", "mini-swe-agent", "openhands-
 
 @pytest.fixture(autouse=True)
 def _stream_every_size(monkeypatch):
-    """The streamed read is for large files; here every file takes it, so that it is compared
-    with the in-memory read on all of these inputs (small ones included)."""
+    """The streamed read (and the command line's fold over the messages) is for large files;
+    here every file takes it, so that it is compared with the in-memory read on all of these
+    inputs (small ones included)."""
+    from compactor import streaming
     from compactor.formats import inputs
 
     monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(streaming, "FOLD_MIN_BYTES", 0)
 
 
 def test_small_files_are_read_in_memory_as_the_streamed_read_reads_them(tmp_path: Path, monkeypatch) -> None:
