@@ -53,3 +53,38 @@ def test_template_examples():
 def test_crlf_ending_is_the_general_normalisation(line):
     assert normalize_line(line) == _normalize_general(line)
     assert normalize_line(line + "\r") == _normalize_general(line + "\r")
+
+
+# ASCII lines are masked by the standard ``re`` module with ASCII classes: the same as the
+# ``regex`` patterns, also for the characters the two modules' Unicode classes disagree on
+# ('\x1c'-'\x1f' are white space to ``re``, not to ``regex``)
+_ASCII = "".join(map(chr, range(128)))
+
+
+def _template_regex(line: str) -> str:
+    return _template_general(line)
+
+
+def test_ascii_template_every_character():
+    for c in _ASCII:
+        for line in (c, f"a{c}b", f"x{c}1", f"1{c}/y", f"p/{c}q1", f"{c}/{c}", f"ab{c}cd/ef{c}12"):
+            assert template_of(line) == _template_regex(line), repr(line)
+
+
+@settings(max_examples=3000)
+@given(st.text(alphabet="aAfFgz09/ \t\x0b\x0c\x1c\x1d\x1e\x1f\x7f\x00\"'()[]<>=,.:-_\r", max_size=40))
+def test_ascii_template_is_the_regex_template(line):
+    assert template_of(line) == _template_regex(line)
+
+
+def test_ascii_template_on_corpus_lines(corpus):
+    n = 0
+    for sub in ("ci-logs", "ci-breakages", "crash-traces", "exception-traces"):
+        for f in sorted((corpus / sub).rglob("*")):
+            if not f.is_file() or f.suffix == ".json":
+                continue
+            for line in f.read_bytes().decode("utf-8", "replace").split("\n"):
+                if line.isascii():
+                    n += 1
+                    assert template_of(line) == _template_regex(line), (f.name, line)
+    assert n > 40_000
