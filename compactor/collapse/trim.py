@@ -414,7 +414,13 @@ class Trimmer:
         merged: Counter = Counter()
         first_last: dict[str, tuple[str, str]] = {}
         # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys only
-        for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
+        counted = r.templates
+        if len(counted) > 64:  # only keys counted at least as often as the 64th most frequent can be among the top
+            least = sorted(counted.values(), reverse=True)[63]
+            top = [kv for kv in counted.items() if kv[1] >= least]
+        else:
+            top = counted.items()
+        for key, n in sorted(top, key=lambda kv: (-kv[1], kv[0]))[:64]:
             t = self._templates.get(key)
             if t is None:
                 t = template_of(key.decode("utf-8", "replace"))
