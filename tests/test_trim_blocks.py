@@ -41,3 +41,39 @@ def test_bulk_and_single_lines_agree(block_lines, block_bytes, corpus):
     single = _run(text, [x + "\n" for x in lines[:-1]] + [lines[-1]], opt)
     assert bulk == single
     assert len(bulk[2]) > 3  # several blocks closed
+
+
+# shape keys of a whole ASCII block, cut from one encoded and digit-masked copy of its text, are
+# the keys of its line bodies one by one (white space as str.strip() sees it, '\x1c'-'\x1f'
+# included; CI timestamp and fuzzing-engine prefixes removed)
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from compactor.collapse.trim import _block_keys, shape_key  # noqa: E402
+from compactor.engine.matchers import TextView  # noqa: E402
+
+_PIECES = ["2024-05-01T10:00:00.1234567Z ", "2024-05-01T10:00:00Z ", "CRASH LOG: ", " ", "\t", "\x0b", "\x0c",
+           "\x1c", "\x1f", "\x7f", "ab", "C0FFEE", "12", "/x/y.py:3", "=", "\r", "é", "x" * 230 + "9"]
+
+
+def _keys_one_by_one(view: TextView) -> list[bytes]:
+    return [shape_key(view.body(i)) for i in range(len(view.lines))]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=8).map("".join), min_size=1, max_size=12))
+def test_block_keys_are_the_line_keys(lines):
+    view = TextView("\n".join(lines))
+    keys = _block_keys(view)
+    if not view.text.isascii():
+        assert keys is None
+    else:
+        assert keys == _keys_one_by_one(view)
+
+
+def test_block_keys_on_prefixed_lines():
+    text = "\n".join(f"2024-05-01T10:00:{i % 60:02d}.1234567Z  step {i}\x1c " for i in range(40))
+    view = TextView(text)
+    assert view.prefix is not None
+    keys = _block_keys(view)
+    assert keys == _keys_one_by_one(view)
+    assert keys[3] == b"step 0"

@@ -196,6 +196,22 @@ KNOWN_RUN = 8  # protected lines of one shape, known from the baseline, fold bey
 WEAK_FAMILIES = frozenset({"fileref", "number"})
 
 
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip() removes from ASCII text
+
+
+def _block_keys(view: TextView) -> list[bytes] | None:
+    """``shape_key`` of every line body of an ASCII view: the text encoded and digit-masked in one
+    pass, each line's key cut from that (None for other text: its lines are keyed one by one)."""
+    text = view.text
+    if not text.isascii():
+        return None
+    raw = text.encode("ascii").translate(_DIGITS).split(b"\n")
+    ws, n, pre = _ASCII_SPACE, _KEY_CHARS, view.prefix
+    if pre is None:
+        return [x.strip(ws)[:n] for x in raw]
+    return [(x[k:] if k else x).strip(ws)[:n] for x, k in zip(raw, pre)]
+
+
 def _line_set(ranges) -> set[int]:
     out: set[int] = set()
     for ls, le in ranges:
@@ -269,6 +285,8 @@ class Trimmer:
         self.annotations: list[tuple] = []  # heap of (rank, Annotation)
         self._seen_refs: set[tuple[str, int]] = set()
         self._templates: dict[bytes, str] = {}  # shape key -> template (the same shapes recur across regions)
+        self._view: TextView | None = None
+        self._keys: list[bytes] | tuple | None = None  # () for a block that is not ASCII
 
     # ------------------------------------------------------------------ low-level output
     def _put(self, s: str) -> None:
@@ -519,6 +537,7 @@ class Trimmer:
                 norm[i] = x[:half] + f" [… {len(x) - 2 * half} characters cut] " + x[-half:]
                 cut_long.append(i)
         view = TextView(joined if joined is not None and not cut_long else "\n".join(norm))
+        self._view, self._keys = view, None  # shape keys of the block's lines, made when first needed
         det = self.detector.detect_view(view, role="tool")
         n = len(norm)
         weak: set[int] = set()
@@ -592,22 +611,29 @@ class Trimmer:
             if room > 0:
                 r.originals.extend(lines[a:a + min(n, room)])
         r.nbytes += sum(map(len, seg)) + n
-        items = list(zip(seg, seg, range(base + a + 1, base + b + 1)))
+        # (line, line, line number) items only for the lines a region may print as they are
+        first_no = base + a + 1
         if r.every is not None:
             if len(r.every) + n <= _EVERY:
-                r.every.extend(items)
+                r.every.extend(zip(seg, seg, range(first_no, first_no + n)))
             else:
                 r.every = None
         r.count += n
-        need = max(self.opt.keep_head, self.opt.min_fold) - len(r.head)
+        need = min(max(self.opt.keep_head, self.opt.min_fold) - len(r.head), n)
         if need > 0:
-            r.head.extend(items[:need])
-        r.tail.extend(items[-8:])
+            r.head.extend(zip(seg[:need], seg[:need], range(first_no, first_no + need)))
+        t = max(0, n - 8)
+        r.tail.extend(zip(seg[t:], seg[t:], range(first_no + t, first_no + n)))
         if prefix is None:
             bodies = seg
         else:
             bodies = [x[k:] if k else x for x, k in zip(seg, prefix[a:b])]
-        keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
+        if self._keys is None:
+            self._keys = _block_keys(self._view) or ()
+        if self._keys:
+            keys = self._keys[a:b]
+        else:
+            keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
         templates, first, last = r.templates, r.first, r.last
         if len(templates) + n <= 5000:  # no new shape can be refused: counted in bulk
             fresh = [k for k in dict.fromkeys(keys) if k not in templates]
