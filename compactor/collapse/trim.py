@@ -237,22 +237,19 @@ def _body(line: str) -> str:
 class _Region(Plain):
     """A run of unprotected lines being folded, in bounded memory."""
 
-    __slots__ = ("head", "tail", "every", "count", "base", "nbytes", "head_bytes", "tail_bytes", "templates", "first",
-                 "last", "originals")
-    _defaults = {
-        "head": Factory(list),  # first novel lines
-        "tail": Factory(lambda: deque(maxlen=8)),  # last novel lines
-        "every": Factory(list),  # all lines, while the region is small (None beyond)
-        "count": 0,  # novel lines (not in the baseline)
-        "base": 0,  # lines folded because the baseline knows their shape
-        "nbytes": 0,  # bytes of every line of the region
-        "head_bytes": 0,
-        "tail_bytes": Factory(lambda: deque(maxlen=8)),
-        "templates": Factory(Counter),
-        "first": Factory(dict),
-        "last": Factory(dict),
-        "originals": None,
-    }
+    __slots__ = ("head", "tail", "every", "count", "base", "nbytes", "templates", "first", "last", "originals")
+
+    def __init__(self) -> None:  # one per region: written out, not through Plain's generic defaults
+        self.head: list = []  # first novel lines
+        self.tail: deque = deque(maxlen=8)  # last novel lines
+        self.every: list | None = []  # all lines, while the region is small (None beyond)
+        self.count = 0  # novel lines (not in the baseline)
+        self.base = 0  # lines folded because the baseline knows their shape
+        self.nbytes = 0  # bytes of every line of the region
+        self.templates: Counter = Counter()  # shape key -> lines
+        self.first: dict[bytes, str] = {}  # shape key -> its first line body
+        self.last: dict[bytes, str] = {}  # shape key -> its last line body
+        self.originals: list | None = None
 
 
 _EVERY = 72  # a region keeps all its lines while it has at most this many
@@ -429,7 +426,7 @@ class Trimmer:
                 r.templates[k] -= 1
             elif k in r.templates:
                 del r.templates[k]
-        merged: Counter = Counter()
+        merged: dict[str, int] = {}
         first_last: dict[str, tuple[str, str]] = {}
         # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys only
         counted = r.templates
@@ -444,7 +441,7 @@ class Trimmer:
                 t = template_of(key.decode("utf-8", "replace"))
                 if len(self._templates) < 65_536:
                     self._templates[key] = t
-            merged[t] += n
+            merged[t] = merged.get(t, 0) + n
             if t not in first_last:
                 first_last[t] = (r.first[key], r.last[key])
             else:
@@ -635,6 +632,11 @@ class Trimmer:
         else:
             keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
         templates, first, last = r.templates, r.first, r.last
+        if not templates and n <= 5000:  # the region's first lines (the common case): every shape is new
+            templates.update(keys)
+            r.first = dict(zip(reversed(keys), reversed(bodies)))  # the earliest body of each key
+            r.last = dict(zip(keys, bodies))
+            return
         if len(templates) + n <= 5000:  # no new shape can be refused: counted in bulk
             fresh = [k for k in dict.fromkeys(keys) if k not in templates]
             templates.update(keys)
