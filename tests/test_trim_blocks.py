@@ -77,3 +77,24 @@ def test_block_keys_on_prefixed_lines():
     keys = _block_keys(view)
     assert keys == _keys_one_by_one(view)
     assert keys[3] == b"step 0"
+
+
+from compactor.collapse.trim import _protected_runs  # noqa: E402
+from compactor.detect import DetectResult  # noqa: E402
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 8)), max_size=12), st.integers(0, 4),
+       st.integers(1, 70))
+def test_protected_runs_hold_the_protected_lines(spans, context, n):
+    ranges = [(ls, ls + k) for ls, k in spans]
+
+    class _Det:  # the line ranges of hits, as DetectResult reads them
+        def line_ranges(self, weak=frozenset()):
+            return ranges
+
+    want = DetectResult.protected_lines(_Det(), context=context, nlines=n)
+    runs = _protected_runs(ranges, context, n)
+    got = [i for lo, hi in runs for i in range(lo, hi + 1)]
+    assert got == sorted(want)
+    assert all(runs[k][1] + 1 < runs[k + 1][0] for k in range(len(runs) - 1))  # disjoint, not touching

@@ -212,6 +212,21 @@ def _block_keys(view: TextView) -> list[bytes] | None:
     return [(x[k:] if k else x).strip(ws)[:n] for x, k in zip(raw, pre)]
 
 
+def _protected_runs(ranges, context: int, n: int) -> list[list[int]]:
+    """The lines ``DetectResult.protected_lines(context, n)`` holds, as sorted, disjoint
+    ``[first, last]`` runs: each hit's line range widened by ``context``, clipped to the block."""
+    runs: list[list[int]] = []
+    for lo, hi in sorted((max(0, ls - context), min(le + context, n - 1)) for ls, le in ranges):
+        if hi < lo:
+            continue
+        if runs and lo <= runs[-1][1] + 1:
+            if hi > runs[-1][1]:
+                runs[-1][1] = hi
+        else:
+            runs.append([lo, hi])
+    return runs
+
+
 def _line_set(ranges) -> set[int]:
     out: set[int] = set()
     for ls, le in ranges:
@@ -538,9 +553,14 @@ class Trimmer:
         det = self.detector.detect_view(view, role="tool")
         n = len(norm)
         weak: set[int] = set()
+        protected: set[int] = set()
         if det.protect_all:
             self.stats.rule_timeouts += 1
-            protected = set(range(n))
+            runs = [[0, n - 1]]
+            if self.baseline is not None:
+                protected = set(range(n))
+        elif self.baseline is None:
+            runs = _protected_runs(det.line_ranges(), opt.context, n)
         else:
             protected = det.protected_lines(context=opt.context, nlines=n)
             if self.baseline is not None:
@@ -564,7 +584,7 @@ class Trimmer:
         prefix = view.prefix
         base = self._lineno
         if self.baseline is None:
-            self._lines_plain(norm, lines, prefix, protected, cut, base)
+            self._lines_plain(norm, lines, prefix, runs, cut, base)
         else:
             self._lines_with_baseline(norm, lines, prefix, protected, weak, cut, base)
         for i in cut_long:
@@ -579,20 +599,25 @@ class Trimmer:
             self._flush_rep()
         return lines[cut:]
 
-    def _lines_plain(self, norm: list[str], lines: list[str], prefix, protected: set[int], cut: int,
+    def _lines_plain(self, norm: list[str], lines: list[str], prefix, runs: list[list[int]], cut: int,
                      base: int) -> None:
-        """The lines of a block without a baseline: protected lines printed, each run of other
-        lines added to the region at once (the same as ``_benign`` line by line)."""
-        keep = sorted(i for i in protected if i < cut)
+        """The lines of a block without a baseline: each run of protected lines (sorted, disjoint
+        ``[first, last]``) printed after the region before it is closed, each run of other lines
+        added to the region at once (the same as ``_benign`` line by line)."""
         a = 0
-        for i in keep:
-            if i > a:
-                self._benign_run(norm, lines, prefix, a, i, base)
-            line = norm[i]
+        emit = self._emit
+        for lo, hi in runs:
+            if lo >= cut:
+                break
+            hi = min(hi, cut - 1)
+            if lo > a:
+                self._benign_run(norm, lines, prefix, a, lo, base)
             self._emit_region()
-            self._emit(line, line, base + i + 1)
-            self.stats.protected_lines += 1
-            a = i + 1
+            for i in range(lo, hi + 1):
+                line = norm[i]
+                emit(line, line, base + i + 1)
+            self.stats.protected_lines += hi - lo + 1
+            a = hi + 1
         if a < cut:
             self._benign_run(norm, lines, prefix, a, cut, base)
 
