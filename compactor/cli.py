@@ -304,15 +304,67 @@ def _add_policy_commands(sub) -> None:
 # ---------------------------------------------------------------------------- helpers
 
 
-def _open_out(path: str | None):
-    if path is None or path == "-":
-        return sys.stdout, False
-    try:
-        return open(path, "w", encoding="utf-8", newline=""), True
-    except OSError as exc:
+class _Output:
+    """Where a command writes: standard output, or the file ``-o`` names, written whole or not at
+    all. The text goes to a temporary file beside it, renamed into place when the command
+    succeeds and removed when it fails: a failed run leaves the old file as it was, and ``-o``
+    may name the input itself (it is read to its end before it is replaced). A path that is not
+    a regular file (``/dev/null``, a pipe) is written as it is."""
+
+    def __init__(self, path: str | None):
+        self.path = None if path is None or path == "-" else Path(path)
+        self.fh: Any = sys.stdout
+        self.tmp: str | None = None
+
+    def __enter__(self):
+        p = self.path
+        if p is None:
+            return self.fh
+        try:
+            if p.exists() and not p.is_file():
+                self.fh = open(p, "w", encoding="utf-8", newline="")
+            else:
+                import tempfile  # here: a run that writes to standard output never pays for it
+
+                fd, self.tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+                self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        except OSError as exc:
+            raise self._error(exc) from None
+        return self.fh
+
+    def _error(self, exc: OSError):
         from . import InputError
 
-        raise InputError(f"cannot write output: {exc.strerror}", source=path) from None
+        return InputError(f"cannot write output: {exc.strerror or exc}", source=str(self.path))
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.path is None:
+            if exc_type is None:
+                self.fh.flush()
+            return False
+        tmp, self.tmp = self.tmp, None
+        try:
+            self.fh.close()
+            if tmp is not None and exc_type is None:
+                try:
+                    mode = self.path.stat().st_mode & 0o7777  # the replaced file's permissions
+                except OSError:
+                    mask = os.umask(0)
+                    os.umask(mask)
+                    mode = 0o666 & ~mask  # as a new file would have them
+                os.chmod(tmp, mode)
+                os.replace(tmp, self.path)
+                tmp = None
+        except OSError as e:
+            if exc_type is None:
+                raise self._error(e) from None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        return False
 
 
 def _store_spec(args) -> str:
@@ -350,16 +402,11 @@ def cmd_compact(args) -> int:
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     if args.emit not in ("json", "messages"):
         text = render(result, args.emit, lang=comp.config.lang)  # errors (no anchor) before the output opens
-    out, close = _open_out(args.output)
-    try:
+    with _Output(args.output) as out:
         if args.emit in ("json", "messages"):
             render_to(result, args.emit, out, lang=comp.config.lang)  # streamed: never one string
         else:
             out.write(text)
-        out.flush()
-    finally:
-        if close:
-            out.close()
     return 0
 
 
@@ -400,13 +447,14 @@ def cmd_trim(args) -> int:
     baseline = _load_baselines(args.baseline, args.baseline_dir)
     store = _open_store(args) if args.keep_originals else None
     _resume_gc()
-    out, close = _open_out(args.output)
+    if args.input != "-":
+        _check_log_path(Path(args.input), args.input)
     try:
-        if args.input == "-":
-            stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
-        else:
-            _check_log_path(Path(args.input), args.input)
-            stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
+        with _Output(args.output) as out:
+            if args.input == "-":
+                stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
+            else:
+                stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
     except BrokenPipeError:
         # the reader went away: keep reading standard input to its end, so the producer upstream
         # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
@@ -414,9 +462,6 @@ def cmd_trim(args) -> int:
             while sys.stdin.buffer.read(1 << 20):
                 pass
         raise
-    finally:
-        if close:
-            out.close()
     if receipt == "stderr" and stats.folded:
         sys.stderr.write(stats.receipt() + "\n")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -78,7 +78,7 @@ class CallKind(str, Enum):
     other = "other"
 
 
-class ToolCall:
+class ToolCall(Record, plain=True):
     """One tool call as the reader found it: a plain read-only record (built once per call at the
     reader edge, so cheap: slots, no validation).
 
@@ -87,46 +87,17 @@ class ToolCall:
     - ``paths``: the files or directories its arguments name;
     - ``command``: the command the reader took from the call (a shell line, ``view <path>``, ...);
     - ``arguments``: the JSON object the argument text holds, parsed once (``None`` when the text
-      is not a JSON object); read-only by convention, never changed after the read;
+      is not a JSON object); read-only by convention, never changed after the read. Left out of
+      equality and hashing: it is parsed from ``raw``, which is compared;
     - ``raw``: the argument text exactly as in the input (the call segment's text).
     """
-
-    __slots__ = ("name", "kind", "paths", "command", "arguments", "raw")
 
     name: str | None
     kind: CallKind
     paths: tuple[str, ...]
     command: str | None
-    arguments: dict[str, Any] | None
+    arguments: dict[str, Any] | None = Field(compare=False)
     raw: str
-
-    def __init__(self, name: str | None, kind: CallKind, paths: tuple[str, ...], command: str | None,
-                 arguments: dict[str, Any] | None, raw: str) -> None:
-        setter = object.__setattr__
-        setter(self, "name", name)
-        setter(self, "kind", kind)
-        setter(self, "paths", paths)
-        setter(self, "command", command)
-        setter(self, "arguments", arguments)
-        setter(self, "raw", raw)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("a ToolCall is read-only")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("a ToolCall is read-only")
-
-    def __reduce__(self):
-        return (ToolCall, (self.name, self.kind, self.paths, self.command, self.arguments, self.raw))
-
-    def _key(self) -> tuple:
-        return (self.name, self.kind, self.paths, self.command, self.arguments, self.raw)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ToolCall) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.kind, self.paths, self.command, self.raw))
 
     def __repr__(self) -> str:
         return (f"ToolCall(name={self.name!r}, kind={self.kind.value}, paths={self.paths!r}, "

@@ -211,3 +211,43 @@ def test_stdin_dash(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["format"] == "text" and any("error: it broke" in s["text"] for s in rep["protected"])
+
+
+def test_output_file_may_be_the_input_and_keeps_its_permissions(tmp_path, capsys):
+    log = tmp_path / "ci.log"
+    log.write_text("".join(f"Downloading artifact {i} of 500 (12{i % 10} kB)\n" for i in range(500))
+                   + "src/app/main.py:12: error: Incompatible types in assignment\n")
+    rc, expected, err = run(["trim", str(log)], capsys)
+    assert rc == 0, err
+    log.chmod(0o640)
+    rc, out, err = run(["trim", str(log), "-o", str(log)], capsys)
+    assert rc == 0 and out == "", err
+    assert log.read_text() == expected and log.stat().st_mode & 0o777 == 0o640
+    conv = tmp_path / "conv.json"
+    conv.write_bytes(DEMO.read_bytes())
+    rc, expected, err = run(["compact", str(conv), "--keep-recent", "1"], capsys)
+    rc, out, err = run(["compact", str(conv), "--keep-recent", "1", "-o", str(conv)], capsys)
+    assert rc == 0 and conv.read_text() == expected
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary left
+
+
+def test_a_failed_run_leaves_the_old_output_file_whole(tmp_path, capsys, monkeypatch):
+    import compactor
+
+    log = tmp_path / "ci.log"
+    log.write_text("error: something broke\n" * 50)
+    old = tmp_path / "out.txt"
+    old.write_text("the previous output\n")
+
+    def half_then_fail(out, *a, **kw):
+        out.write("half of a trimmed log\n")
+        out.flush()
+        raise compactor.InputError("cannot read", source=str(log))
+
+    monkeypatch.setattr(compactor, "trim_to", half_then_fail)
+    rc, out, err = run(["trim", str(log), "-o", str(old)], capsys)
+    assert rc == 2 and "cannot read" in err
+    assert old.read_text() == "the previous output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ci.log", "out.txt"]
+    rc, out, err = run(["trim", str(log), "-o", str(tmp_path / "missing" / "x.txt")], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "missing/x.txt: cannot write output" in err

@@ -164,3 +164,24 @@ def test_subclasses_add_fields_and_keep_the_checks():
     assert m.n == 3 and Mutable(items=(1, 2)).items == [1, 2]
     with pytest.raises(TypeError):
         hash(m)
+
+
+def test_a_segment_with_its_tool_call_dumps_to_json_validates_back_and_has_a_schema():
+    call = ToolCall("bash", CallKind.shell, ("src/app.py",), "pytest -x", {"command": "pytest -x"},
+                    '{"command": "pytest -x"}')
+    seg = _seg(role="assistant", kind="tool_call", text=call.raw, call=call)
+    dumped = json.loads(seg.model_dump_json())
+    assert dumped["call"] == {"name": "bash", "kind": "shell", "paths": ["src/app.py"], "command": "pytest -x",
+                              "arguments": {"command": "pytest -x"}, "raw": '{"command": "pytest -x"}'}
+    back = Segment.model_validate_json(seg.model_dump_json())
+    assert back == seg and isinstance(back.call, ToolCall) and back.call.kind is CallKind.shell
+    assert back.call.paths == ("src/app.py",) and back.call.arguments == {"command": "pytest -x"}
+    assert Segment.model_validate(seg.model_dump()) == seg
+    schema = Segment.model_json_schema()
+    assert set(schema["$defs"]["ToolCall"]["required"]) == {"name", "kind", "paths", "command", "arguments", "raw"}
+    with pytest.raises(ValidationError):
+        Segment.model_validate({**seg.model_dump(mode="json"), "call": {**dumped["call"], "kind": "teleport"}})
+    # read-only, hashable although its parsed arguments are a dict (they follow from the compared raw text)
+    with pytest.raises(AttributeError):
+        call.name = "sh"  # type: ignore[misc]
+    assert hash(call) == hash(copy.deepcopy(call)) and pickle.loads(pickle.dumps(call)) == call
