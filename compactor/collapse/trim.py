@@ -771,15 +771,20 @@ class Trimmer:
                 seg = parts[i:i + max(1, opt.block_lines - len(block))]
                 # running block size after each line; the block closes at the first line that
                 # reaches the line or byte limit, as add() would
-                sizes = list(accumulate(map(len, seg), initial=block_bytes))
-                take = min(len(seg), bisect_left(sizes, opt.block_bytes, 1))
-                if take < len(seg):
-                    seg = seg[:take]
+                end = block_bytes + sum(map(len, seg))
+                if end < opt.block_bytes:  # the byte limit is not reached within seg (the common case)
+                    take = len(seg)
+                else:
+                    sizes = list(accumulate(map(len, seg), initial=block_bytes))
+                    take = min(len(seg), bisect_left(sizes, opt.block_bytes, 1))
+                    if take < len(seg):
+                        seg = seg[:take]
+                    end = sizes[take]
                 joined = "\n".join(seg)
                 self.stats.lines_in += take
                 self.stats.bytes_in += (len(joined) if joined.isascii() else _nbytes(joined)) + 1
                 block.extend(seg)
-                block_bytes = sizes[take]
+                block_bytes = end
                 i += take
                 if len(block) >= opt.block_lines or block_bytes >= opt.block_bytes:
                     block = self.process_block(block, final=False)
