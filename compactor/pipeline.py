@@ -31,7 +31,7 @@ from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, 
                      Severity, Span)
 from .normalize import normalize
 from .record import Field, Record
-from .segments import changed, segment_index
+from .segments import OutcomeLog, changed, segment_index
 from .tokens import get_counter
 
 __all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact"]
@@ -93,8 +93,9 @@ class Conversation:
         self.count_memo = None  # (the written texts, their token counts) of the last compaction
         self.replace_memo = None  # (SegmentIndex.mark, the replaced texts) of a session's last spliced write
         self.render_memo = None  # the anchor's rendered sections (its size bound renders it every turn)
-        self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids) of the last report
+        self.placeholder_memo = None  # (placeholders, their keys, kept or not, dropped ids, kept keys) of the last report
         self.count_cache = None  # text -> its token count (the last few thousand counted)
+        self.outcome_log = None  # the Level 1 outcomes by position, and where each run changed them
 
     def memo(self, name: str, make):
         """The conversation's memo NAME (one of the fields above), made by ``make()`` the first time."""
@@ -181,7 +182,7 @@ class PipelineState(Record, plain=True, frozen=False):
         seen = self._spans_for
         if seen is None or seen[0] is not segs or seen[1] is not self.outcomes or seen[2] != len(segs) \
                 or seen[3] != len(self.outcomes):
-            memo.update(segs, segment_index(conv, segs), self.outcomes)
+            memo.update(segs, segment_index(conv, segs), self.outcomes, conv.outcome_log)
             self._spans_for = (segs, self.outcomes, len(segs), len(self.outcomes))
         return memo
 
@@ -199,17 +200,32 @@ class _SpanMemo:
         self.parts: list[list[Span]] = []  # each segment's spans by (start, rule id)
         self.ordered = True  # every span names its own segment and segment indexes are positions
         self.sorted: list[Span] | None = None  # ``parts`` flattened, while they stay as they are
+        self.runs: int | None = None  # the outcome log's runs when it was last brought up to date
 
-    def update(self, segs: list[Segment], index, outcomes: dict[str, Any]) -> None:
-        outs = list(map(outcomes.get, index.ids))
+    def update(self, segs: list[Segment], index, outcomes: dict[str, Any], log: "OutcomeLog | None" = None) -> None:
         old_outs = self.outs
         n = len(old_outs) if index.extends(self.mark) else 0
-        k = min([n, len(segs), *changed(old_outs, outs)[:1]]) if n else 0
+        since = log.since(self.runs, index) if log is not None and n and log.outs is not None else None
+        if since is not None and len(log.outs) == len(segs):
+            # the Level 1 stage says from where the outcomes may differ: the rest is the same objects
+            k = min(n, since)
+            if k < n:
+                moved = changed(old_outs[k:n], log.outs[k:n])
+                k = k + moved[0] if moved else n
+            outs = log.outs
+            del old_outs[k:]
+            old_outs.extend(outs[k:])  # the outcomes as they are now, brought up to date from k
+        else:
+            outs = list(map(outcomes.get, index.ids))
+            k = min([n, len(segs), *changed(old_outs, outs)[:1]]) if n else 0
+            self.outs = outs
+        self.runs = log.runs if log is not None else None
         if k == n == len(segs):
             return
         end = self.ends[k - 1] if k else 0
         del self.spans[end:], self.ends[k:], self.parts[k:]
-        self.sorted = None
+        if self.sorted is not None:  # the flattened parts through segment k - 1 hold: ``end`` spans
+            del self.sorted[end:]
         if not k:
             self.ordered = True
         for i in range(k, len(segs)):
@@ -221,7 +237,9 @@ class _SpanMemo:
             if seg.index != i or any(x.segment_id != seg.id for x in sp):
                 self.ordered = False
             self.parts.append(sorted(sp, key=_span_order) if len(sp) > 1 else list(sp))
-        self.mark, self.outs = index.mark(), outs
+        if self.sorted is not None:
+            self.sorted.extend(chain.from_iterable(self.parts[k:]))
+        self.mark = index.mark()
 
 
 def _span_order(sp: Span) -> tuple:
@@ -294,7 +312,7 @@ class Compactor:
         memo = conversation._policy_anchor_cache
         # without the anchor's working state: that is continued (mutated) by the next merge, which
         # only a conversation of its own may do (calls of one Compactor may run side by side)
-        self._anchor_memo = (*memo[:4], None) if memo is not None and len(memo) == 5 else memo
+        self._anchor_memo = (*memo[:4], None) if memo is not None and len(memo) >= 5 else memo
         return result
 
     def run(self, data: Any, conversation: Conversation, **kw) -> CompactionResult:
@@ -531,6 +549,7 @@ class Compactor:
             new.diagnostics = state.diagnostics[len(state.diagnostics) - nd:] if nd else []
             new.placeholders = state.placeholders[len(state.placeholders) - npl:] if npl else []
             conv.level1_memo = new
+            conv.memo("outcome_log", OutcomeLog).record(idx, state.outcomes, start)
         if apply:
             from .collapse.older import HardenMemo, harden
 
@@ -783,8 +802,14 @@ def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conver
     k = 0
     if held is not None and held[3] == dropped:
         k = min([len(held[0]), len(phs), *changed(held[0], phs)[:1]])
-    keys, keep = (held[1][:k], held[2][:k]) if k else ([], [])
-    seen: set[tuple[str, str | None]] = set(compress(keys, keep))
+    if k:
+        conv.placeholder_memo = None  # (its lists are brought up to date in place, and stored again below)
+        keys, keep, seen = held[1], held[2], held[4]
+        # the verdicts from k on are made again: their keys leave the set of the ones kept
+        seen.difference_update(compress(keys[k:], keep[k:]))
+        del keys[k:], keep[k:]
+    else:
+        keys, keep, seen = [], [], set()
     for p in phs[k:]:
         key = (p.id, p.segment_id)
         ok = key not in seen and p.segment_id not in dropped
@@ -793,7 +818,7 @@ def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conver
         keys.append(key)
         keep.append(ok)
     if conv is not None:
-        conv.placeholder_memo = (list(phs), keys, keep, frozenset(dropped))
+        conv.placeholder_memo = (list(phs), keys, keep, frozenset(dropped), seen)
     return list(compress(phs, keep))
 
 

@@ -17,7 +17,7 @@ _GENERATIONS = count(1)
 
 from .models import Segment, SegmentKind
 
-__all__ = ["SegmentIndex", "changed", "segment_index"]
+__all__ = ["OutcomeLog", "SegmentIndex", "changed", "segment_index"]
 
 
 def changed(old: Sequence, new: Sequence) -> list[int]:
@@ -92,3 +92,45 @@ def segment_index(holder, segs: Sequence[Segment]) -> SegmentIndex:
         if holder is not None and hasattr(holder, "segment_index"):
             holder.segment_index = idx
     return idx.update(segs)
+
+
+class OutcomeLog:
+    """A conversation's Level 1 outcomes by segment position, and from which position each Level 1
+    run may have given a segment another outcome object (before it, every outcome is the object
+    of the run before). Kept by the Level 1 stage, so the stages that remember what they read of
+    the outcomes learn what changed without comparing every segment's outcome again.
+
+    A reader keeps :attr:`runs` from when it last read; :meth:`since` gives the first position
+    that may have changed since then (``len(segs)`` or more: none), or None when that is not known
+    (another segment list, an id naming two segments): then it compares as it did before."""
+
+    def __init__(self) -> None:
+        self.generation: int | None = None  # the segment index generation of ``outs``
+        self.outs: list = []  # outcome per segment position (as ``list(map(outcomes.get, ids))``)
+        self.starts: list[int] = []  # per run: the first position whose outcome object may differ
+        self.runs = 0
+
+    def record(self, index: "SegmentIndex", outcomes: dict, start: int) -> None:
+        """After a Level 1 run over ``index``'s segments: outcomes before ``start`` are the
+        objects of the last run (only a fresh run may say 0)."""
+        if index.rebinds or self.generation != index.generation or start > len(self.outs):
+            start = 0
+            self.starts = []
+        outs = self.outs
+        del outs[start:]
+        outs.extend(map(outcomes.get, index.ids[start:]))
+        self.generation = index.generation
+        self.starts.append(start)
+        if len(self.starts) > 4096:  # a reader that many runs behind compares again
+            del self.starts[:2048]
+        self.runs += 1
+
+    def since(self, runs: int | None, index: "SegmentIndex") -> int | None:
+        """The first position whose outcome may have changed since a reader saw ``runs`` runs
+        (:attr:`runs` then), or None when not known."""
+        if runs is None or index.rebinds or self.generation != index.generation or runs > self.runs \
+                or runs <= self.runs - len(self.starts):
+            return None
+        if runs == self.runs:
+            return len(self.outs)
+        return min(self.starts[runs - self.runs:])

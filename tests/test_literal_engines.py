@@ -416,3 +416,21 @@ def test_approximations_start_where_a_match_must():
     assert b.startswith("(?:[\\x20][\\x5b][\\x30][\\x78]") and "[\\x5a][\\x5a]" in b
     for line in ("    at f (x) [0x1f]", "#3  0xdeadbeef in f ()", "ZZTOP: x"):
         assert re.search(b, line) or re.search(a, line), line
+
+
+def test_a_rule_list_changed_in_place_is_seen_and_roles_still_choose_rules():
+    from compactor.detect import Detector
+    from compactor.engine import load_rules
+
+    det = Detector(load_rules())
+    text = 'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\nValueError: bad\n'
+    ids = lambda r: sorted({h[0] for h in r.hits})  # noqa: E731
+    assert {"trace.python", "error.exception-line"} <= set(ids(det.detect(text, role="tool")))
+    det.rules[:] = [cr for cr in det.rules if cr.id != "trace.python"]  # same list object, one rule fewer
+    assert "trace.python" not in ids(det.detect(text, role="tool"))
+    assert "error.exception-line" in ids(det.detect(text, role="tool"))
+    # a rule that does not apply to a role is not called for it, whatever was detected before
+    user_only = {cr.id for cr in det.rules if "tool" not in cr.roles}
+    tool_only = {cr.id for cr in det.rules if "user" not in cr.roles}
+    for role, banned in (("tool", user_only), ("user", tool_only)):
+        assert not set(ids(det.detect(text, role=role))) & banned

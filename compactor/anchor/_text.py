@@ -50,7 +50,7 @@ def item_id(prefix: str, *parts: str, exact: bool = False) -> str:
 
 def shorten(text: str, limit: int) -> str:
     """One line, at most ``limit`` characters; cut at a word boundary with an ellipsis."""
-    t = squash(text)
+    t = _squashed_head(text, limit) if len(text) > 2 * limit + 64 else squash(text)
     if len(t) <= limit:
         return t
     cut = t[: limit - 1]
@@ -58,6 +58,20 @@ def shorten(text: str, limit: int) -> str:
     if sp > limit * 0.6:
         cut = cut[:sp]
     return cut.rstrip(" ,;:") + "…"
+
+
+def _squashed_head(text: str, limit: int) -> str:
+    """``squash(text)``, or, when that is longer than ``limit``, a prefix of it longer than
+    ``limit`` (all :func:`shorten` reads of it): the head of a long text is squashed, not the
+    whole text (a task statement of several KB is shortened every turn)."""
+    n = len(text)
+    p = 2 * limit + 64
+    while p < n:
+        head = squash(text[:p])  # a prefix of squash(text) (its last word may go on)
+        if len(head) > limit:
+            return head
+        p *= 2
+    return squash(text)
 
 
 # ------------------------------------------------------------------ prose and sentences

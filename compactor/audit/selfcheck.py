@@ -73,6 +73,12 @@ class TextMemo:
         self._request: tuple[list[Segment], Segment | None] = ([], None)  # (segments seen, the newest request)
         self.protected: tuple | None = None  # protected_spans' last (spans, verdicts, volatile ones, map, version)
         self._kept: tuple | None = None  # normalize_kept's last (index mark, the texts, their normalised map)
+        # normalize_kept's calls, and the ids whose text it changed in the last one (None: unknown)
+        self._kept_seq = 0
+        self._kept_moved: list[str] | None = None
+        # unsettled's last (spans, positions not settled, segment id -> positions found there, the
+        # kept map, normalize_kept's call then, how many positions the id map holds)
+        self._unsettled: tuple | None = None
 
     def normalize(self, text: str) -> str:
         v = self.norm.get(text)
@@ -94,6 +100,7 @@ class TextMemo:
         if len(self.held) + len(self.found) > 64 * live + 4096:
             self.held.clear()
             self.found.clear()
+            self._unsettled = None
 
     def newest_request(self, segments: list[Segment]) -> Segment | None:
         """:func:`newest_request` of ``segments``; while the segments seen last time are the first
@@ -124,21 +131,61 @@ class TextMemo:
         the last call (and no id names two segments), the map of the last call is brought up to
         date where a text changed and for the new segments, instead of being built again."""
         held = self._kept
+        self._kept_seq += 1
         if held is not None and not index.rebinds and index.extends(held[0]) and len(texts) >= held[0][1]:
             n, old, out = held[0][1], held[1], held[2]
+            moved = []
             for i in changed(old, texts):
                 out[ids[i]] = self.normalize(texts[i])
+                moved.append(ids[i])
             for i in range(n, len(texts)):
                 out[ids[i]] = self.normalize(texts[i])
+            self._kept_moved = moved
         else:
             out = self.normalize_all(dict(zip(ids, texts)))
+            self._kept_moved = None
         self._kept = (index.mark(), list(texts), out)
         return out
 
     def unsettled(self, spans: list[Span], kept: dict[str, str]) -> list[Span]:
-        """The spans (in order) not known to be verbatim in the kept texts ``kept`` (normalised)."""
+        """The spans (in order) not known to be verbatim in the kept texts ``kept`` (normalised).
+
+        While ``kept`` is the map :meth:`normalize_kept` keeps up to date (the same map as the last
+        call, brought up to date once since), a span of the last call that was settled then is
+        still settled unless the text it was found in changed: only the spans not settled last
+        time, the ones found in a changed text and the new ones are looked at."""
         found, get = self.found.get, kept.get
-        return [sp for sp in spans if not ((h := found(id(sp))) is not None and h[0] is sp and get(h[1]) is h[2])]
+
+        def settled(sp: Span) -> str | None:  # the id of the text it was found in, or None
+            h = found(id(sp))
+            return h[1] if h is not None and h[0] is sp and get(h[1]) is h[2] else None
+
+        last = self._unsettled
+        moved = self._kept_moved
+        if last is not None and last[3] is kept and moved is not None and last[4] == self._kept_seq - 1 \
+                and last[5] <= 4 * len(spans) + 64:
+            old, bad, where, size = last[0], last[1], last[2], last[5]
+            n = len(old)
+            k = min([n, len(spans), *changed(old, spans)[:1]])
+            look = {p for p in bad if p < k}
+            for sid in moved:
+                look.update(p for p in where.get(sid, ()) if p < k)
+            look.update(range(k, len(spans)))
+        else:
+            bad, where, size = [], {}, 0
+            look = range(len(spans))
+            k = 0
+        out: list[int] = []
+        for p in sorted(look):
+            sid = settled(spans[p])
+            if sid is None:
+                out.append(p)
+            else:
+                where.setdefault(sid, []).append(p)
+                size += 1
+        out.sort()
+        self._unsettled = (list(spans), out, where, kept, self._kept_seq, size)
+        return [spans[p] for p in out]
 
 
 class _Output:

@@ -667,7 +667,11 @@ def full_anchor(compactor, state) -> Anchor:
     segs = state.segments
     outcomes = state.outcomes
     none: tuple = ()
-    outs = list(map(outcomes.get, segment_index(getattr(state, "conversation", None), segs).ids))
+    conv = getattr(state, "conversation", None)
+    index = segment_index(conv, segs)
+    log = getattr(conv, "outcome_log", None)
+    outs = log.outs if log is not None and len(log.outs) == len(segs) and log.since(log.runs, index) is not None \
+        else list(map(outcomes.get, index.ids))
 
     def spans_of(s) -> tuple:
         o = outcomes.get(s.id)
@@ -676,14 +680,23 @@ def full_anchor(compactor, state) -> Anchor:
     cfg_key = state.config if state.config is getattr(compactor, "config", None) else state.config.model_dump_json()
     cached = getattr(compactor, "_policy_anchor_cache", None)
     anchor = live = None
-    if cached is not None and len(cached) == 5 and (cached[0] is cfg_key or cached[0] == cfg_key):
-        _, csegs, canchor, couts, clive = cached
+    if cached is not None and len(cached) in (5, 7) and (cached[0] is cfg_key or cached[0] == cfg_key):
+        _, csegs, canchor, couts, clive = cached[:5]
         n = len(csegs)
         same = n <= len(segs)
+        # a session's segment index vouches that the cached segments are the first ones (the same
+        # objects) and its outcome log says from where their outcomes may differ: only the rest
+        # is compared
+        lo = 0
+        if len(cached) == 7 and log is not None and index.extends(cached[5]):
+            got = log.since(cached[6], index)
+            lo = min(got, n) if got is not None else 0
         if same:
             # the same segment with the same Level 1 outcome object: nothing to compare; only the
             # segments where either differs are compared by content
-            for i in sorted({*changed(csegs, segs), *changed(couts, outs)}):
+            moved = {*changed(csegs, segs), *changed(couts, outs)} if not lo else \
+                {lo + i for i in changed(couts[lo:n], outs[lo:n])}
+            for i in sorted(moved):
                 s, c = segs[i], csegs[i]
                 sp = spans_of(s)
                 csp = tuple(couts[i].spans) if couts[i] is not None else none
@@ -700,7 +713,10 @@ def full_anchor(compactor, state) -> Anchor:
         anchor, live = build_anchor_live(segs, [sp for s in segs for sp in spans_of(s)],
                                          objective=state.config.objective)
     try:
-        compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, outs, live)
+        if log is not None and outs is log.outs:
+            compactor._policy_anchor_cache = (cfg_key, segs[:], anchor, outs[:], live, index.mark(), log.runs)
+        else:
+            compactor._policy_anchor_cache = (cfg_key, list(segs), anchor, outs, live)
     except AttributeError:  # pragma: no cover - a compactor that does not take attributes
         pass
     return anchor
@@ -748,7 +764,9 @@ def escalate(compactor, state, *, target: int | None = None) -> None:
         return
     budget = target if target is not None else cfg.budget
     dropped, summary, level = set(state.dropped), state.summary, state.level
-    texts = dict(state.texts)
+    # what a failure restores: without a budget no level rewrites a text (and the copy is a
+    # pass over every segment each turn)
+    texts = dict(state.texts) if budget is not None else None
     try:
         full = state.full_anchor if getattr(state, "full_anchor", None) is not None else full_anchor(compactor, state)
         state.anchor = full
@@ -784,8 +802,9 @@ def escalate(compactor, state, *, target: int | None = None) -> None:
         raise
     except Exception as exc:  # noqa: BLE001 - fail toward preservation: keep the Level 1 result
         state.dropped, state.summary, state.level = dropped, summary, level
-        state.texts.clear()
-        state.texts.update(texts)
+        if texts is not None:
+            state.texts.clear()
+            state.texts.update(texts)
         state.budget_texts.clear()
         state.exit_signal = state.recommend_new_session = False
         state.handoff = None

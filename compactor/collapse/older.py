@@ -172,6 +172,7 @@ class HardenMemo:
         self.seen_shape: dict[bytes, str] = {}
         self.changes: dict[str, str] = {}
         self.placeholders: list[Placeholder] = []
+        self.runs: int | None = None  # the conversation's outcome log runs at the last call
         self.calls_kept: set[str] = set()  # call ids decided while none of their outputs failed
         self.calls_failed: set[str] = set()  # call ids left verbatim because an output of theirs failed
         self.failing: dict[str, tuple] = {}  # segment id -> (segment, spans, failing)
@@ -294,11 +295,16 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             and not (memo.calls_kept & failed_calls) and memo.calls_failed <= failed_calls \
             and memo.generation == idx.generation  # the index saw the list grow: its first n are memo.segs
         if ok:
-            cur = list(map(outcomes.get, memo.ids))
-            if not all(map(operator.is_, memo.outs, cur)):  # a changed outcome: compare what harden reads
-                for i in range(n):
+            # the outcomes the Level 1 stage may have changed since the last call (from ``lo`` on)
+            log = getattr(state.conversation, "outcome_log", None)
+            lo = log.since(memo.runs, idx) if log is not None else None
+            lo = 0 if lo is None else min(lo, n)
+            cur = list(map(outcomes.get, memo.ids[lo:] if lo else memo.ids))
+            if not all(map(operator.is_, memo.outs[lo:] if lo else memo.outs, cur)):
+                # a changed outcome: compare what harden reads
+                for i in range(lo, n):
                     s = segs[i]
-                    if cur[i] is not memo.outs[i] and (texts[s.id] != memo.texts[i] or (
+                    if cur[i - lo] is not memo.outs[i] and (texts[s.id] != memo.texts[i] or (
                             s.kind == SegmentKind.tool_result and spans_of(s) != memo.spans[i])):
                         ok = False
                         break
@@ -312,6 +318,8 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
             memo.reset(state.cache_tag)
         memo.boundary, memo.first_recent_step = boundary, first_recent_step
         memo.generation = idx.generation
+    log = getattr(getattr(state, "conversation", None), "outcome_log", None)
+    memo.runs = log.runs if log is not None else None
     seen_exact, seen_shape = memo.seen_exact, memo.seen_shape
     settled = True  # still extending the memo's settled prefix
 
@@ -348,7 +356,6 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
-            spans = list(spans_of(seg))
             chars, exact, shape = memo.digest(seg)
             failing = memo.is_failing(seg, outcomes.get(seg.id))
             earlier_exact = seen_exact.get(exact)
@@ -366,7 +373,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                     line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
                 apply(seg, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
                 continue
-            ev = evidence_spans(seg, spans) if failing else []
+            ev = evidence_spans(seg, list(spans_of(seg))) if failing else []
             if ev:
                 ref, sha = _ref(store, seg.text)
                 view = _evidence_view(seg.text, ev, ref)

@@ -34,7 +34,7 @@ import hashlib
 import os
 import re
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import add
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -102,6 +102,7 @@ class LiteralScanner:
         # searched with str.find never needs them)
         self._approx_source = approx
         self.approx: list[str] = []
+        self._approx_keys: list[tuple[str, str]] = []
         self._non_ascii_only = False
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
@@ -115,6 +116,8 @@ class LiteralScanner:
                 self._lowered.append(key)
             else:
                 self._bytes_keys.append((key, lit.encode("utf-8", "surrogatepass"), ci and lit.isascii()))
+        self._key_order = [key for key, _, _ in self._bytes_keys]  # the cache keys, in pattern id order
+        self._gate_keys = [gate_key(*g) for g in self.gates]
         engines = available_engines()
         if engine is None:
             engine = os.environ.get("COMPACTOR_LITERAL_ENGINE")
@@ -151,44 +154,47 @@ class LiteralScanner:
                 except hyperscan.error:  # an approximation hyperscan cannot compile: its rule keeps its literals
                     self.approx = [a for a in self.approx if _hs_compiles(a)]
                     self._db = _hyperscan_db(self._bytes_keys, self.approx)
+                self._approx_keys = [approx_key(a) for a in self.approx]
             elif self.engine == "ahocorasick" and self._ac is None:
                 self._ac = _ahocorasick(self._bytes_keys)
         except ImportError:  # installed but unusable (a missing shared library): str.find gives the same
             self.engine = "python"
 
     # ------------------------------------------------------------------ scanning
-    def scan(self, view: TextView) -> None:
-        todo = [k for k in self.keys if k not in view._hits]
-        if not todo:
-            return
+    def scan(self, view: TextView) -> list[tuple[str, bool]] | None:
+        """Fill the view's literal cache with the lines of every literal; returns the keys found on
+        some line (None when the view had been searched for some of them before: its cache says)."""
+        hits = view._hits
+        if hits:
+            todo = [k for k in self.keys if k not in hits]
+            if not todo:
+                return None
+        else:  # a new view (the common case): nothing to look up first
+            todo = self.keys
         self._scanned += len(view.text)
         use_engine = self.engine != "python" and len(todo) == len(self.keys) and self._scanned >= self._python_until
         if use_engine:
             self._prepare()
             use_engine = self.engine != "python"
         if not use_engine:
-            for lit, ci in todo:
-                view.lines_with(lit, ci)
-            return
-        hits: list[list[int]]
+            lines_with = view.lines_with
+            found = [k for k in todo if lines_with(*k)]
+            return found if todo is self.keys else None
         if self.engine == "hyperscan":
-            hits = self._scan_hyperscan(view)
+            found_ids = self._scan_hyperscan(view)
         else:
-            hits = self._scan_ahocorasick(view)
-        for (key, _, _), lines in zip(self._bytes_keys, hits):
-            view._hits[key] = lines
-        if self.engine == "hyperscan":
-            for expr, lines in zip(self.approx, hits[len(self._bytes_keys):]):
-                view._hits[approx_key(expr)] = lines
-            if self._non_ascii_only:
-                view._hits[approx_key("")] = []
+            found_ids = self._scan_ahocorasick(view)
+        nkeys = len(self._bytes_keys)
+        keys = self._key_order
+        found = [keys[i] for i in found_ids if i < nkeys]
         for lit, ci in self._lowered:
-            view.lines_with(lit, ci)
+            if view.lines_with(lit, ci):
+                found.append((lit, ci))
         if self.engine == "hyperscan" and self.gates:
-            found = self._scan_gates(view)
-            if found is not None:  # None: a gate is on most lines, its rule runs over the whole text
-                for g, lines in zip(self.gates, found):
-                    view._hits[gate_key(*g)] = lines
+            got = self._scan_gates(view)
+            if got is not None:  # None: a gate is on most lines, its rule runs over the whole text
+                hits.update(zip(self._gate_keys, got))
+        return found
 
     def _scan_gates(self, view: TextView) -> list[list[int]] | None:
         """Per gate, the lines where it may match: where hyperscan finds it, plus every line with a
@@ -229,13 +235,19 @@ class LiteralScanner:
         out: list[list[int]] = [[] for _ in range(nkeys + len(self.approx))]
         state, on_match = _line_matches(starts, out)
         recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
-        out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
+        _in_order(out)
         if recheck:
             self._recheck_dense(view, recheck, out)
         if self.approx and recheck:
             extra = set(recheck)
             out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
-        return out
+        hits = view._hits
+        hits.update(zip(self._key_order, out))
+        if self.approx:
+            hits.update(zip(self._approx_keys, out[nkeys:]))
+        if self._non_ascii_only:
+            hits[approx_key("")] = []
+        return list(compress(range(nkeys), out))  # the literals found (a list is true when not empty)
 
     def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
         data, starts = self._bytes_view(view)
@@ -267,10 +279,11 @@ class LiteralScanner:
                     ln = bisect_right(starts, b - 1) - 1
                     out[i].append(ln)
                     until[i] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
-        out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
+        _in_order(out)
         if dense:
             self._recheck_dense(view, sorted(set(dense)), out)
-        return out
+        view._hits.update(zip(self._key_order, out))
+        return list(compress(range(n), out))
 
     def _ac_runs(self, data: bytes):
         """(automaton, ids, haystack) pairs: case-sensitive needles on the bytes, caseless ASCII
@@ -302,6 +315,15 @@ class LiteralScanner:
                     add_lines.append(ln)
             if add_lines:
                 out[k] = sorted(found.union(add_lines))
+
+
+def _in_order(out: list[list[int]]) -> None:
+    """Sort, in place, the line lists a scan filled out of order (matches may come so), without
+    duplicates; only the lists with two lines or more are looked at."""
+    for i in compress(range(len(out)), map((1).__lt__, map(len, out))):
+        lines = out[i]
+        if not all(map(int.__lt__, lines, lines[1:])):
+            out[i] = sorted(set(lines))
 
 
 ASCII_RUN = 64  # lines checked together for non-ASCII characters

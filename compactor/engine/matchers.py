@@ -1025,23 +1025,57 @@ def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> Lit
     return sc
 
 
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan(rules: list[CompiledRule], role: str | None, engine: str | None) -> tuple:
+    """(the rules, the rules for the role, their literal scanner, the positions of those rules by
+    literal key, the positions of the rules without literals), worked out once per list of rules,
+    role and engine: a turn of a session detects a few short texts, and the ~500 literal keys of
+    the rules are not worked out again for each. A list changed in place is seen (its rules are
+    compared, by identity first)."""
+    snap = tuple(rules)
+    key = (id(rules), role, engine)
+    got = _PLANS.get(key)
+    if got is not None and got[0] == snap:
+        return got
+    mine = [cr for cr in rules if role is None or role in cr.roles]
+    by_key: dict[tuple[str, bool], list[int]] = {}
+    always: list[int] = []
+    for i, cr in enumerate(mine):
+        if cr.prefilter:
+            for lit in cr.prefilter:
+                by_key.setdefault(literal_key(lit, cr.ignore_case), []).append(i)
+        else:
+            always.append(i)
+    if len(_PLANS) >= 64:
+        _PLANS.clear()
+    got = _PLANS[key] = (snap, mine, literal_scanner(mine, engine), by_key, tuple(always))
+    return got
+
+
 def find_all(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
              engine: str | None = None) -> tuple[list[tuple], list[str]]:
     """Run rules over a view: ``([(rule, start, end, line_start, line_end, elidable), ...],
     timed_out_rule_ids)`` as plain tuples (0-based inclusive lines), not yet resolved.
 
     Every prefilter literal of the rules is found in one multi-literal pass first; a rule whose
-    literals occur nowhere in the text is not called at all."""
-    rules = [cr for cr in rules if role is None or role in cr.roles]
-    literal_scanner(rules, engine).scan(view)
-    hits = view._hits
+    literals occur nowhere in the text is not called at all (nor looked at: the rules to call
+    come from the literals found)."""
+    _snap, rules, scanner, by_key, always = _plan(rules, role, engine)
+    keys = scanner.scan(view)
+    if keys is None:  # the view was searched for them before: its cache says which are there
+        hits = view._hits
+        keys = [k for k in by_key if hits.get(k)]
+    run = set(always)
+    for k in keys:
+        run.update(by_key.get(k, ()))
     found: list[tuple] = []
     timeouts: list[str] = []
     mb = len(view.text) / 1_048_576
     budget = BASE_BUDGET + PER_MB * mb
-    for cr in rules:
-        if cr.prefilter and not any(hits.get(literal_key(lit, cr.ignore_case)) for lit in cr.prefilter):
-            continue
+    for i in sorted(run):
+        cr = rules[i]
         try:
             res = cr.find(view, budget)
         except RuleTimeout:
