@@ -178,7 +178,7 @@ def _add_compact(sub) -> None:
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto")
     p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"])
     _add_config_flags(p)
-    p.add_argument("-o", "--output", default=None, metavar="FILE")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help=_OUTPUT_HELP)
     _add_common(p)
 
 
@@ -198,7 +198,7 @@ def _add_trim(sub) -> None:
                    help="where the receipt line goes (written only when something was folded; default stdout)")
     p.add_argument("--no-receipt", action="store_true", help="same as --receipt none")
     p.add_argument("--keep-originals", action="store_true", help="store folded regions so they can be expanded")
-    p.add_argument("-o", "--output", default=None, metavar="FILE")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help=_OUTPUT_HELP)
     _add_common(p)
 
 
@@ -302,6 +302,10 @@ def _add_policy_commands(sub) -> None:
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+_OUTPUT_HELP = ("write to FILE instead of standard output: whole or not at all (a failed run leaves FILE as it "
+                "was); FILE may be the input itself")
 
 
 class _Output:

@@ -34,7 +34,7 @@ import hashlib
 import os
 import re
 from bisect import bisect_right
-from itertools import accumulate, compress
+from itertools import accumulate, compress, repeat
 from operator import add
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -103,6 +103,7 @@ class LiteralScanner:
         self._approx_source = approx
         self.approx: list[str] = []
         self._approx_keys: list[tuple[str, str]] = []
+        self._py_groups: tuple | None = None
         self._non_ascii_only = False
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
@@ -177,9 +178,11 @@ class LiteralScanner:
             self._prepare()
             use_engine = self.engine != "python"
         if not use_engine:
-            lines_with = view.lines_with
-            found = [k for k in todo if lines_with(*k)]
-            return found if todo is self.keys else None
+            if todo is not self.keys:
+                for k in todo:
+                    view.lines_with(*k)
+                return None
+            return self._scan_python(view)
         if self.engine == "hyperscan":
             found_ids = self._scan_hyperscan(view)
         else:
@@ -194,6 +197,38 @@ class LiteralScanner:
             got = self._scan_gates(view)
             if got is not None:  # None: a gate is on most lines, its rule runs over the whole text
                 hits.update(zip(self._gate_keys, got))
+        return found
+
+    def _scan_python(self, view: TextView) -> list[tuple[str, bool]]:
+        """Every literal by ``str.find`` (``TextView.lines_with``), looked up only where one
+        ``in`` test on the haystack ``lines_with`` would search says it occurs: a short text holds
+        few of the ~500 literals. The others get no lines."""
+        groups = self._py_groups
+        if groups is None:
+            text_keys, ascii_keys, lower_keys = [], [], []
+            for key in self.keys:
+                lit, ci = key
+                if ci and lit.isascii():
+                    ascii_keys.append((key, lit, lit.encode("ascii")))
+                elif ci and not (lit.lower() == lit == lit.upper()):
+                    lower_keys.append((key, lit))
+                else:
+                    text_keys.append((key, lit))
+            groups = self._py_groups = (text_keys, ascii_keys, lower_keys)
+        text_keys, ascii_keys, lower_keys = groups
+        text = view.text
+        present = [key for key, lit in text_keys if lit in text]
+        if ascii_keys:
+            hay, encoded = view._ci_haystack()  # the haystack lines_with searches them in
+            present += [key for key, lit, raw in ascii_keys if (raw if encoded else lit) in hay]
+        if lower_keys:
+            low = view.lower
+            present += [key for key, lit in lower_keys if lit in low]
+        hits = view._hits
+        lines_with = view.lines_with
+        found = [key for key in present if lines_with(*key)]
+        hits.update(zip(self.keys, map(list, repeat((), len(self.keys)))) if not present else
+                    ((key, []) for key in self.keys if key not in hits))
         return found
 
     def _scan_gates(self, view: TextView) -> list[list[int]] | None:
