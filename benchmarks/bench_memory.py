@@ -17,6 +17,7 @@ baseline measured in the same run, the same child machinery runs ``json.load`` o
 
     python benchmarks/bench_memory.py            # 200 MB inputs (the issue's size)
     python benchmarks/bench_memory.py --mb 20    # a quick run
+    python benchmarks/bench_memory.py --mb 20 --stream both   # streamed and read whole, same inputs
 """
 
 from __future__ import annotations
@@ -198,14 +199,14 @@ def run_child(cmd: list[str]) -> dict[str, Any]:
     return out
 
 
-def measure(path: Path, workdir: Path) -> dict[str, Any]:
+def measure(path: Path, workdir: Path, stream: str = "auto") -> dict[str, Any]:
     size = path.stat().st_size
     out_path = workdir / (path.stem + ".out.json")
     res = run_child([sys.executable, "-m", "compactor", "compact", str(path), "-o", str(out_path),
-                     "--store", str(workdir / "store")])
+                     "--store", str(workdir / "store"), "--stream", stream])
     base = run_child([sys.executable, "-c", "import json,sys; json.load(open(sys.argv[1], encoding='utf-8'))", str(path)])
     idle = run_child([sys.executable, "-c", "import compactor.cli"])
-    row = {"input_mb": round(size / MB, 1), "compact": res, "json_load": base, "import_only": idle,
+    row = {"input_mb": round(size / MB, 1), "stream": stream, "compact": res, "json_load": base, "import_only": idle,
            "output_bytes": out_path.stat().st_size if out_path.exists() else None}
     row["compact_ratio"] = round(res["peak_rss_mb"] * MB / size, 2)
     row["json_load_ratio"] = round(base["peak_rss_mb"] * MB / size, 2)
@@ -221,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmp", default=None, help="directory for the generated inputs (default: the system temp dir)")
     ap.add_argument("--goal", type=float, default=2.0, help="peak RSS / input size goal (default 2)")
     ap.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--stream", choices=("auto", "never", "both"), default="auto",
+                    help="the CLI's --stream: auto (default: message by message when it gives the same output), "
+                         "never (read whole, in memory), both (each, one after the other)")
     args = ap.parse_args(argv)
+    streams = ("auto", "never") if args.stream == "both" else (args.stream,)
     kinds = ("small", "large") if args.kind == "both" else (args.kind,)
     workdir = Path(tempfile.mkdtemp(prefix="compactor-mem-", dir=args.tmp))
     results: dict[str, Any] = {"mb": args.mb, "goal": args.goal, "inputs": {}}
@@ -229,16 +234,17 @@ def main(argv: list[str] | None = None) -> int:
         for kind in kinds:
             path = workdir / f"{kind}.json"
             generate(path, kind, int(args.mb * MB))
-            row = measure(path, workdir)
+            for stream in streams:
+                row = measure(path, workdir, stream)
+                results["inputs"][kind if len(streams) == 1 else f"{kind}/{stream}"] = row
+                c, b = row["compact"], row["json_load"]
+                status = "error: " + c["error"] if "error" in c else \
+                    ("meets" if row["compact_ratio"] <= args.goal else "MISSES") + f" the {args.goal:g}x goal"
+                print(f"{kind:<6} --stream {stream:<5} input {row['input_mb']:7.1f} MB | compact peak RSS "
+                      f"{c['peak_rss_mb']:8.1f} MB = {row['compact_ratio']:5.2f}x input ({c['seconds']:.1f} s) | "
+                      f"json.load alone {b['peak_rss_mb']:8.1f} MB = {row['json_load_ratio']:5.2f}x | import only "
+                      f"{row['import_only']['peak_rss_mb']:.1f} MB | {status}", flush=True)
             path.unlink()
-            results["inputs"][kind] = row
-            c, b = row["compact"], row["json_load"]
-            status = "error: " + c["error"] if "error" in c else \
-                ("meets" if row["compact_ratio"] <= args.goal else "MISSES") + f" the {args.goal:g}x goal"
-            print(f"{kind:<6} input {row['input_mb']:7.1f} MB | compact peak RSS {c['peak_rss_mb']:8.1f} MB "
-                  f"= {row['compact_ratio']:5.2f}x input ({c['seconds']:.1f} s) | json.load alone "
-                  f"{b['peak_rss_mb']:8.1f} MB = {row['json_load_ratio']:5.2f}x | import only "
-                  f"{row['import_only']['peak_rss_mb']:.1f} MB | {status}", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:

@@ -66,6 +66,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "trim_to": (".collapse.trim", "trim_to"),
     "render": (".emit", "render"),
     "render_to": (".emit", "write"),
+    "stream_compact": (".streaming", "stream_compact"),
     "check_rule_dir": (".engine", "check_rule_dir"),
 }
 
@@ -97,6 +98,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from .models import Anchor, CallKind, CompactionResult, Diagnostic, Placeholder, Report, Segment, Span, ToolCall
     from .pipeline import Compactor, compact
     from .session import Session
+    from .streaming import stream_compact
     from .tokens import get_counter
     from .tools import TriggerDecision, should_compact
 
@@ -144,6 +146,7 @@ __all__ = [
     "render",
     "render_to",
     "should_compact",
+    "stream_compact",
     "to_markdown",
     "to_seed_json",
     "trim",

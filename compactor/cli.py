@@ -177,6 +177,9 @@ def _add_compact(sub) -> None:
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto")
     p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"])
+    p.add_argument("--stream", default="auto", choices=["auto", "never"],
+                   help="auto (default): a large JSON trajectory is compacted message by message in bounded "
+                        "memory when that gives the same output (see README); never: always read it whole")
     _add_config_flags(p)
     p.add_argument("-o", "--output", default=None, metavar="FILE", help=_OUTPUT_HELP)
     _add_common(p)
@@ -371,6 +374,33 @@ class _Output:
         return False
 
 
+def _stream_compact(comp, args, stream_compact) -> bool:
+    """Compact the input by the fold, written through an :class:`_Output` opened on the first
+    write: False (nothing opened, nothing written) when the fold leaves the file to the in-memory
+    path. Opened only then, a pipe or device named by ``-o`` is opened once."""
+    out = _Output(args.output)
+    fh = None
+
+    def write(text: str) -> None:
+        nonlocal fh
+        if fh is None:
+            fh = out.__enter__()
+        fh.write(text)
+
+    try:
+        report = stream_compact(comp, args.input, write, emit=args.emit, format=args.format, min_bytes=None)
+    except BaseException as exc:
+        if fh is not None:
+            out.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    if report is None:
+        return False
+    if fh is None:
+        fh = out.__enter__()
+    out.__exit__(None, None, None)
+    return True
+
+
 def _store_spec(args) -> str:
     from . import default_store_path
 
@@ -393,9 +423,15 @@ def _compactor(args, **options):
 
 
 def cmd_compact(args) -> int:
-    from . import load_document, render, render_to
+    from . import load_document, render, render_to, stream_compact
 
     comp = _compactor(args, **config_options(args))
+    if args.emit in ("json", "messages") and args.input != "-" and getattr(args, "stream", "auto") == "auto":
+        # a JSON file the fold compacts exactly as the in-memory pipeline does: in bounded memory
+        # (with the collector running: paused, the garbage cycles of the whole run would pile up)
+        _resume_gc()
+        if _stream_compact(comp, args, stream_compact):
+            return 0
     # a Path: '-' is standard input
     doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
     doc.disposable = True  # read here and used once: written in place, not copied

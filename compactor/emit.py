@@ -12,7 +12,7 @@ from .formats import get_format
 from .formats.base import write_json
 from .models import CompactionResult
 
-__all__ = ["render", "write"]
+__all__ = ["render", "write", "write_parts"]
 
 EMITS = ("json", "messages", "anchor", "markdown", "handoff", "report")
 
@@ -80,14 +80,39 @@ def _json_dict_streamed(result: CompactionResult) -> dict:
     """:func:`_json_dict` with the report's long lists dumped item by item as they are written."""
     d = result.to_json_dict(report=False)
     report = result.report
-    dumped = report.model_dump(mode="json", exclude=set(_ONE_BY_ONE))
-    d["report"] = {k: (_DumpedOneByOne(getattr(report, k)) if k in _ONE_BY_ONE else dumped[k])
-                   for k in type(report).model_fields if k in _ONE_BY_ONE or k in dumped}
+    d["report"] = _report_dict(report, {k: _DumpedOneByOne(getattr(report, k)) for k in _ONE_BY_ONE})
     if result.anchor is not None:
         from .anchor import to_json
 
         d["anchor"] = to_json(result.anchor)
     return d
+
+
+def _report_dict(report, lists: dict) -> dict:
+    """The report's JSON with its long lists (``protected``, ``placeholders``) taken from ``lists``."""
+    dumped = report.model_dump(mode="json", exclude=set(_ONE_BY_ONE))
+    return {k: (lists[k] if k in _ONE_BY_ONE else dumped[k])
+            for k in type(report).model_fields if k in _ONE_BY_ONE or k in dumped}
+
+
+def write_parts(report, anchor, emit: str, write, *, messages, lists: dict) -> None:
+    """What :func:`write` writes of a result, from its parts: the report (its long lists in
+    ``lists``), the anchor and the layout's messages, each list written item by item as the
+    encoder reaches it (a compaction that never held its output whole)."""
+    if emit == "messages":
+        write_json(messages, write)
+        return
+    if emit != "json":
+        raise ConfigError(f"--emit {emit} is written from a whole result")
+    from .models import SCHEMA_VERSION
+
+    d = {"schema_version": SCHEMA_VERSION, "format": report.format, "messages": messages, "anchor": None,
+         "report": _report_dict(report, lists)}
+    if anchor is not None:
+        from .anchor import to_json
+
+        d["anchor"] = to_json(anchor)
+    write_json(d, write)
 
 
 def write(result: CompactionResult, emit: str, out: TextIO, *, lang: str = "en") -> None:

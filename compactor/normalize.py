@@ -7,12 +7,14 @@ only its final state. The original bytes are what the store keeps.
 
 from __future__ import annotations
 
-from .lazyre import lazy_regex
+from .lazyre import lazy_re, lazy_regex
 
 __all__ = ["CI_PREFIX", "ci_prefixed", "normalize", "normalize_line", "strip_ansi"]
 
 # CSI (colours, cursor moves, bracketed paste), OSC (titles, hyperlinks), and lone ESC-x pairs.
-_ANSI = lazy_regex(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Explicit character ranges only (no \s, \d, \w or flags), so the standard ``re`` module reads it
+# as ``regex`` would, and substitutes about 2x faster (a test compares the two modules).
+_ANSI = lazy_re(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b]*+(?:\x07|\x1b\\)|[@-Z\\-_])")
 # Timestamps that CI systems put before every line (GitHub Actions / Azure raw logs).
 CI_PREFIX = lazy_regex(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 
@@ -36,8 +38,7 @@ def normalize_line(line: str) -> str:
         line = _ANSI.sub("", line)
     if "\r" in line:
         if line.find("\r") == len(line) - 1:  # only a CRLF ending: the line before it, if not blank
-            line = line[:-1]
-            return line if line.strip() else ""
+            return "" if line.isspace() else line[:-1]  # ('\r' is white space: no copy to strip)
         parts = [p for p in line.split("\r") if p.strip()]
         line = parts[-1] if parts else ""
     return line

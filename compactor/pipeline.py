@@ -34,7 +34,8 @@ from .record import Field, Record
 from .segments import OutcomeLog, changed, segment_index
 from .tokens import get_counter
 
-__all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact"]
+__all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact",
+           "levels_available", "unique_diagnostics"]
 
 STAGES: tuple[str, ...] = ("read", "normalise", "detect", "level1", "anchor", "budget", "refine", "selfcheck",
                            "redact", "write")
@@ -729,11 +730,11 @@ class Compactor:
             tokens_after=after,
             token_counter=self.counter.name,
             level=state.level,
-            levels_available=_levels_available(),
+            levels_available=levels_available(),
             budget=state.config.budget,
             protected=protected,
             placeholders=placeholders,
-            diagnostics=_unique_diags(state.diagnostics),
+            diagnostics=unique_diagnostics(state.diagnostics),
             self_check=state.self_check,
             exit_signal=state.exit_signal,
             recommend_new_session=state.recommend_new_session,
@@ -790,7 +791,8 @@ def _redact_anchor(anchor: Anchor, redactor=None) -> tuple[Anchor, int]:
     return (Anchor.model_validate(data) if count else anchor), count
 
 
-def _levels_available() -> list[int]:
+def levels_available() -> list[int]:
+    """The compaction levels the report lists as available."""
     return [1, 2, 3]
 
 
@@ -822,7 +824,8 @@ def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conver
     return list(compress(phs, keep))
 
 
-def _unique_diags(diags: list[Diagnostic]) -> list[Diagnostic]:
+def unique_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Each diagnostic once (by code, message, rule, segment and position), in order."""
     seen = set()
     out = []
     for d in diags:

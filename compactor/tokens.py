@@ -71,6 +71,7 @@ _ASCII_PAT = (rf"'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}
               rf"|[{_S}]++\Z|[{_S}]*[\r\n]|[{_S}]+(?![^{_S}])|[{_S}]")
 _ascii_pieces = None
 
+CACHE_CHARS = 2 * 1024 * 1024  # characters of counted texts a counter keeps counts of (and so holds)
 PY_COUNT_CHARS = 32 * 1024  # ASCII characters a process counts with the encoder below before it
 # builds tiktoken's (about 0.15 s of CPU from cached ranks; this encoder costs ~1 us a character)
 
@@ -274,6 +275,7 @@ class _Tiktoken:
         self._ranks = ranks
         self._encoding = encoding
         self._cache: dict[str, int] = {}
+        self._cached_chars = 0  # the characters of the texts ``_cache`` holds (it holds them alive)
         # ASCII characters left to count without tiktoken's encoder (0: never)
         self._py_left = PY_COUNT_CHARS if ranks is not None and ranks.pat_str == CL100K_PAT else 0
 
@@ -315,9 +317,13 @@ class _Tiktoken:
                 n = self._count_py(text)
             else:
                 n = self._count_chunked(text) if len(text) > _CHUNK else len(self.enc.encode_ordinary(text))
-            if len(self._cache) > 50_000:
+            # bounded in texts and in characters: a reader that drops each message after use must
+            # not find every text it counted still held here (a file of large outputs)
+            if len(self._cache) > 50_000 or self._cached_chars > CACHE_CHARS:
                 self._cache.clear()
+                self._cached_chars = 0
             self._cache[text] = n
+            self._cached_chars += len(text)
         return n
 
 

@@ -37,6 +37,7 @@ ROOMS: dict[str, int] = {
     "llm": 8,                  # optional LLM refine
     "pipeline": 9, "session": 9,  # the stage list; per-conversation state
     "tools": 10, "emit": 10,   # tools on the pipeline; output renderers
+    "streaming": 10,           # the stage list as a fold over a file's messages (bounded memory)
     "__init__": 11,            # the public API
     "integrations": 12, "batch": 12,  # hooks, MCP, adapters, batch: built on the public API
     "cli": 13, "__main__": 13,  # the command line (serves the integrations too)

@@ -24,11 +24,14 @@ TRAJECTORY_DIRS = ("claude-code", "codex-rollout", "mini-swe-agent", "openhands-
 
 @pytest.fixture(autouse=True)
 def _stream_every_size(monkeypatch):
-    """The streamed read is for large files; here every file takes it, so that it is compared
-    with the in-memory read on all of these inputs (small ones included)."""
+    """The streamed read (and the command line's fold over the messages) is for large files;
+    here every file takes it, so that it is compared with the in-memory read on all of these
+    inputs (small ones included)."""
+    from compactor import streaming
     from compactor.formats import inputs
 
     monkeypatch.setattr(inputs, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(streaming, "FOLD_MIN_BYTES", 0)
 
 
 def test_small_files_are_read_in_memory_as_the_streamed_read_reads_them(tmp_path: Path, monkeypatch) -> None:
@@ -256,9 +259,14 @@ def test_cli_and_path_compactions_write_in_place(tmp_path: Path, monkeypatch) ->
     monkeypatch.setattr(Format, "copy_data", staticmethod(spy))
     p = tmp_path / "in.json"
     p.write_text(json.dumps(_chat(15)), encoding="utf-8")
-    assert main(["compact", str(p), "-o", str(tmp_path / "out.json"), "--store", str(tmp_path / "s")]) == 0
+    assert main(["compact", str(p), "-o", str(tmp_path / "out.json"), "--store", str(tmp_path / "s"),
+                 "--stream", "never"]) == 0
     assert seen == [True]
     seen.clear()
+    # by default the command line compacts such a file message by message: no copy of anything
+    assert main(["compact", str(p), "-o", str(tmp_path / "out2.json"), "--store", str(tmp_path / "s")]) == 0
+    assert seen == []
+    assert (tmp_path / "out.json").read_bytes() == (tmp_path / "out2.json").read_bytes()
     Compactor(store=str(tmp_path / "s")).compact(str(p))
     assert seen == [True]
     seen.clear()

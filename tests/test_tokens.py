@@ -258,3 +258,21 @@ def test_temp_dir_is_tempfiles_without_importing_it(tmp_path, env):
              "assert 'tempfile' not in sys.modules; import tempfile; print(mine == tempfile.gettempdir(), mine)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=full, check=True)
     assert out.stdout.split()[0] == "True", out.stdout
+
+
+def test_the_count_cache_holds_a_bounded_number_of_characters(monkeypatch):
+    """A reader that drops each message after counting it must not find every text still held by
+    the counter's cache (a file of few large outputs): the cache forgets past its character bound,
+    and the counts stay the same."""
+    c = get_counter()
+    if not hasattr(c, "_cache"):
+        pytest.skip("tiktoken is not available: the estimate keeps no cache")
+    monkeypatch.setattr(T, "CACHE_CHARS", 50_000)
+    c._cache.clear()
+    c._cached_chars = 0
+    texts = [f"line of output {k}\n" * 400 for k in range(40)]
+    first = [c.count(t) for t in texts]
+    held = sum(len(t) for t in c._cache)
+    assert held <= 50_000 + max(map(len, texts))
+    assert c._cached_chars == held
+    assert [c.count(t) for t in texts] == first == [c._count_chunked(t) for t in texts]

@@ -98,6 +98,7 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
             memo.counted = (count, md, n)
     else:
         n = count(md)
+    del md  # (only its count is needed: not held beside the rows below, on a large anchor as large)
     if n <= max_tokens:
         return a if not a.overflow else a.model_copy(update={"overflow": []})
     rows = render_lines(a, lang)

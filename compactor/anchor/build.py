@@ -46,7 +46,7 @@ from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
 from ..lazyre import lazy_regex
 
-__all__ = ["EVIDENCE_FAMILIES", "build_anchor", "merge"]
+__all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
 
 EVIDENCE_FAMILIES = ("trace", "error", "exit-code", "test-failure")
 # key evidence that is not a failure: a passing check, where the task says the bug is
@@ -90,7 +90,7 @@ def merge_live(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[
         if sp.segment_id is not None and sp.segment_id in ids:
             by_seg.setdefault(sp.segment_id, []).append(sp)
     for lst in by_seg.values():
-        lst.sort(key=lambda s: (s.start, s.end, s.rule_id))
+        lst.sort(key=_span_key)
     if live is not None and live.frozen is anchor:
         st = live
         st.frozen = None  # taken: a merge that fails half-way leaves no state to continue
@@ -102,6 +102,26 @@ def merge_live(anchor: Anchor, new_segments: Sequence[Segment], spans: Iterable[
     st.frozen = a
     st._remember(a)
     return a, st
+
+
+def _span_key(sp: Span) -> tuple:
+    return (sp.start, sp.end, sp.rule_id)
+
+
+class AnchorFold:
+    """:func:`build_anchor` one segment at a time, for a reader that cannot hold the segments:
+    ``feed`` each segment (in conversation order, with its spans), ``freeze`` at the end gives the
+    anchor ``build_anchor`` gives of all of them (segment ids unique)."""
+
+    def __init__(self, *, objective: str | None = None) -> None:
+        self._st = _State(Anchor(cursor=AnchorCursor(objective=objective or "")))
+
+    def feed(self, seg: Segment, spans: Iterable[Span] = ()) -> None:
+        own = sorted((sp for sp in spans if sp.segment_id is not None and sp.segment_id == seg.id), key=_span_key)
+        self._st.feed(seg, own)
+
+    def freeze(self) -> Anchor:
+        return self._st.freeze()
 
 
 # ---------------------------------------------------------------------------------------
@@ -359,6 +379,7 @@ class _State:
 
     def __init__(self, a: Anchor) -> None:
         self._fact_shapes: dict[str, bool] = {}
+        self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
         self.facts: dict[str, Fact] = {x.id: x for x in a.facts_learned}
         self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
         self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
@@ -596,7 +617,13 @@ class _State:
             return  # tool banners, package-manager chatter, cost lines: chrome, not facts
         fid = item_id("fa", text)
         if fid not in self.facts:
-            self.facts[fid] = Fact(id=fid, source_step=step, text=text, via=shorten(via, 100) if via else "")
+            if via:
+                # the facts of one observation share one shortened 'via' (one string, not one each)
+                last = self._via
+                if last[0] != via:
+                    last = self._via = (via, shorten(via, 100))
+                via = last[1]
+            self.facts[fid] = Fact(id=fid, source_step=step, text=text, via=via)
 
     # ------------------------------------------------------------------ roles
     def _span_sentences(self, spans: Sequence[Span], family: str) -> list[str]:

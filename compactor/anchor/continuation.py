@@ -60,8 +60,8 @@ class ContinuationMemo:
         self.segs: list[Segment] = []
         self.mark: tuple[int, int] | None = None  # with a segment index: the segments read (SegmentIndex.mark)
         self.users: list[Segment] = []
-        self.results: list[Segment] = []
-        self.failed: list[Segment] = []
+        self.results: list[Segment] = []  # the last tool output (the check reads no other)
+        self.failed: list[Segment] = []  # the last failed one
         self.last_assistant: Segment | None = None
         self.constraints: dict[int, tuple[Segment, list[str]]] = {}
 
@@ -78,19 +78,25 @@ class ContinuationMemo:
             if self.mark is not None or not (len(old) <= len(segments) and all(map(operator.is_, old, segments))):
                 self.__init__()
             start = len(self.segs)
+        feed = self.feed
         for s in segments[start:]:
-            if _is_user_message(s):
-                self.users.append(s)
-            elif s.kind == SegmentKind.tool_result and not s.meta:
-                self.results.append(s)
-                if _failed(s):
-                    self.failed.append(s)
-            elif _is_assistant_message(s):
-                self.last_assistant = s
+            feed(s)
         if index is not None:
             self.mark, self.segs = index.mark(), []
         else:
             self.segs = list(segments)
+
+    def feed(self, s: Segment) -> None:
+        """Read one segment (the next one of the conversation). A reader that holds no segment
+        list feeds them one at a time and passes no segments to :func:`continuation_check`."""
+        if _is_user_message(s):
+            self.users.append(s)
+        elif s.kind == SegmentKind.tool_result and not s.meta:
+            self.results[:] = [s]
+            if _failed(s):
+                self.failed[:] = [s]
+        elif _is_assistant_message(s):
+            self.last_assistant = s
 
     def constraint_sentences(self, seg: Segment) -> list[str]:
         hit = self.constraints.get(id(seg))

@@ -70,14 +70,24 @@ def present(needle: str, haystack_squashed: str, *, prefix: int = 0) -> bool:
     return present_squashed(squash(needle), haystack_squashed, prefix=prefix)
 
 
-def present_squashed(n: str, haystack_squashed: str, *, prefix: int = 0) -> bool:
-    """:func:`present` of a needle that is squashed already."""
+PREFIX = 60  # characters of a (possibly shortened) item that must appear in the output
+
+
+def squashed_needle(n: str, prefix: int = 0) -> str | None:
+    """What of a squashed needle must be in the squashed haystack for :func:`present` (its first
+    ``prefix`` characters, a trailing ellipsis left out); None: nothing, any haystack has it."""
     if not n:
-        return True
+        return None
     if prefix and len(n) > prefix:
         n = n[:prefix]
     n = n.rstrip("…").rstrip()
-    return n in haystack_squashed
+    return n or None
+
+
+def present_squashed(n: str, haystack_squashed: str, *, prefix: int = 0) -> bool:
+    """:func:`present` of a needle that is squashed already."""
+    k = squashed_needle(n, prefix)
+    return k is None or k in haystack_squashed
 
 
 _WORD = lazy_regex(r"[A-Za-z_][A-Za-z0-9_'-]*[A-Za-z0-9_]|\p{Han}+")

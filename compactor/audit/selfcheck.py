@@ -22,18 +22,19 @@ from __future__ import annotations
 
 import operator
 from itertools import compress, repeat
-from typing import Any
+from typing import Any, Callable
 
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
 from ..record import Field, Record
 from ..segments import changed
-from .common import (bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten, squash,
-                     word_set)
+from .common import (PREFIX, bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten,
+                     squash, word_set)
 
-__all__ = ["Missing", "SelfCheckResult", "TextMemo", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state"]
+__all__ = ["Missing", "SelfCheckResult", "TextMemo", "run_selfcheck", "backfill_markdown", "apply_to_anchor", "check_state",
+           "protected_spans", "span_held", "is_file_result"]
 
-_PREFIX = 60  # characters of a (possibly shortened) item that must appear
+_PREFIX = PREFIX  # characters of a (possibly shortened) item that must appear
 
 
 class Missing(Record, plain=True, frozen=True):
@@ -329,14 +330,33 @@ _EVIDENCE = ("trace", "error", "exit-code", "test-failure")
 _LOOSE = ("decision", "failed-approach")  # the anchor splits 'X because Y' into 'X: Y': compare words
 
 
-def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) -> set[str]:
-    """Ids of tool results that are file reads / edits (their numbers are file contents, not
-    observations), as the anchor's own call reader classifies the paired call."""
+def is_file_result(seg: Segment, call: Segment | None) -> bool:
+    """Is the tool output ``seg`` a file read or edit (its numbers are file contents, not
+    observations), as the anchor's own call reader classifies ``call``, the call of its id (None:
+    unpaired)?"""
+    if seg.kind != SegmentKind.tool_result:
+        return False
+    from ..anchor.files import call_effects
+    from ..formats.calls import NOT_JSON, call_of, make_call
+
+    # the paired call's arguments under the result's tool name and command (a reader may pair a
+    # result with a call of the same id but another command: SWE-agent replays); an unpaired
+    # result: its tool name and command
+    if call is None:
+        tc = make_call(seg.tool_name, seg.command or "", seg.command)
+    else:
+        tc = call_of(call)
+        if (tc.name, tc.command) != (seg.tool_name, seg.command):
+            tc = make_call(seg.tool_name, tc.raw, seg.command, tc.arguments if tc.arguments is not None else NOT_JSON)
     try:
-        from ..anchor.files import call_effects
-        from ..formats.calls import NOT_JSON, call_of, make_call
-    except ImportError:  # pragma: no cover
-        return set()
+        kind = call_effects(tc).kind
+    except Exception:  # noqa: BLE001 - classification is best effort
+        return False
+    return kind in ("read", "edit")
+
+
+def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) -> set[str]:
+    """Ids of the tool results among ``segments`` that are file reads / edits (:func:`is_file_result`)."""
     calls = {s.call_id: s for s in segments if s.kind == SegmentKind.tool_call and s.call_id}
     out: set[str] = set()
     for s in segments:
@@ -349,25 +369,34 @@ def _file_tool_results(segments: list[Segment], memo: TextMemo | None = None) ->
                 if hit[2]:
                     out.add(s.id)
                 continue
-        # the paired call's arguments under the result's tool name and command (a reader may pair a
-        # result with a call of the same id but another command: SWE-agent replays); an unpaired
-        # result: its tool name and command
-        if c is None:
-            call = make_call(s.tool_name, s.command or "", s.command)
-        else:
-            cc = call_of(c)
-            if (cc.name, cc.command) != (s.tool_name, s.command):
-                cc = make_call(s.tool_name, cc.raw, s.command, cc.arguments if cc.arguments is not None else NOT_JSON)
-            call = cc
-        try:
-            kind = call_effects(call).kind
-        except Exception:  # noqa: BLE001 - classification is best effort
-            continue
+        ok = is_file_result(s, c)
         if memo is not None:
-            memo.file_reads[s.id] = (s, c, kind in ("read", "edit"))
-        if kind in ("read", "edit"):
+            memo.file_reads[s.id] = (s, c, ok)
+        if ok:
             out.add(s.id)
     return out
+
+
+def span_held(sp: Span, seg: Segment | None, file_result: Callable[[Segment], bool]) -> bool:
+    """Is the protected span ``sp`` of segment ``seg`` held to the output (see
+    :func:`protected_spans`)? ``file_result(seg)``: is the tool output a file read or edit (asked
+    only of a number in a tool output)."""
+    if seg is None or seg.meta or seg.role == Role.system or not sp.text.strip():
+        return False
+    fam = sp.family
+    if fam in _EVIDENCE:
+        return seg.role != Role.assistant
+    if fam == "constraint":
+        return seg.role == Role.user
+    if fam in _LOOSE:
+        return seg.role in (Role.user, Role.assistant) and seg.kind == SegmentKind.message
+    if fam == "number":
+        if seg.kind == SegmentKind.tool_call:
+            return False  # the arguments of a call: code and data, recorded as the change made
+        if seg.role in (Role.user, Role.assistant):
+            return True
+        return not file_result(seg)
+    return fam == "placeholder"
 
 
 def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo | None = None,
@@ -384,46 +413,34 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
     - compactor references: everywhere. Bare ``file:line`` references outside a trace and
       secrets are not held.
 
-    With a conversation's ``memo`` a span's verdict is kept while its segment is the same.
-    ``by_id``: ``{s.id: s for s in segments}`` when the caller holds it; ``version`` names that
-    map's state (a conversation's segment index: the same map, ids only added). With both and a
-    memo, the verdicts of the last call hold up to the first span that changed.
+    Each span's verdict is :func:`span_held`'s. With a conversation's ``memo`` a span's verdict is
+    kept while its segment is the same. ``by_id``: ``{s.id: s for s in segments}`` when the caller
+    holds it; ``version`` names that map's state (a conversation's segment index: the same map, ids
+    only added). With both and a memo, the verdicts of the last call hold up to the first span that
+    changed.
     """
     if by_id is None:
         by_id = {s.id: s for s in segments}
     file_results: set[str] | None = None
     held = memo.held if memo is not None else None
 
+    def file_result(seg: Segment) -> bool:
+        nonlocal file_results
+        if file_results is None:
+            file_results = _file_tool_results(segments, memo)
+        return seg.id in file_results
+
     def judge(sp: Span) -> tuple[bool, bool]:
         """(held to the output?, is the verdict the same next time while the span and its segment are?)"""
-        nonlocal file_results
         seg = by_id.get(sp.segment_id or "")
         if held is not None:
             hit = held.get(id(sp))
             if hit is not None and hit[0] is sp and hit[1] is seg:
                 return hit[2], True
-        if seg is None or seg.meta or seg.role == Role.system or not sp.text.strip():
-            return False, True
-        fam = sp.family
-        if fam in _EVIDENCE:
-            ok = seg.role != Role.assistant
-        elif fam == "constraint":
-            ok = seg.role == Role.user
-        elif fam in _LOOSE:
-            ok = seg.role in (Role.user, Role.assistant) and seg.kind == SegmentKind.message
-        elif fam == "number":
-            if seg.kind == SegmentKind.tool_call:
-                ok = False  # the arguments of a call: code and data, recorded as the change made
-            elif seg.role in (Role.user, Role.assistant):
-                ok = True
-            else:
-                if file_results is None:
-                    file_results = _file_tool_results(segments, memo)
-                ok = seg.id not in file_results
-        else:
-            ok = fam == "placeholder"
+        ok = span_held(sp, seg, file_result)
         # whether a result is a file read depends on its call: not kept
-        lasting = not (fam == "number" and seg.kind == SegmentKind.tool_result)
+        lasting = (seg is None or not (sp.family == "number" and seg.kind == SegmentKind.tool_result)
+                   or seg.meta or seg.role == Role.system or not sp.text.strip())
         if held is not None and lasting:
             held[id(sp)] = (sp, seg, ok)
         return ok, lasting
@@ -449,18 +466,20 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
 def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Anchor | None,
                   kept: dict[str, str] | None, summary: str | None, *, folded: bool | None = None,
                   protected: list[Span] | None = None, memo: TextMemo | None = None,
-                  normalized: dict[str, str] | None = None) -> SelfCheckResult:
+                  normalized: dict[str, str] | None = None, output: Any = None) -> SelfCheckResult:
     """Ask the three questions of an output; return what failed and what is missing.
 
     ``segments`` and ``spans`` are the original's; ``kept`` maps the ids of the segments still in
     the output to their current text; ``summary`` is the inserted summary (or None). ``folded``
     says whether turns were folded away (default: some segment is not in ``kept``). ``memo``
     (a conversation's :class:`TextMemo`) saves normalising the texts seen before; ``normalized``:
-    the kept texts normalised already, in place of ``kept``.
+    the kept texts normalised already, in place of ``kept``. ``output``: what answers ``has`` /
+    ``has_span`` / ``has_words`` of the output instead of the kept texts (a reader that streams the
+    output answers from its own pass over it).
     """
     if kept is None:
         kept = normalized
-    out = _Output(kept, summary, memo, normalized)
+    out = output if output is not None else _Output(kept, summary, memo, normalized)
     res = SelfCheckResult()
     seen: set[str] = set()
 

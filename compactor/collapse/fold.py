@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from ..lazyre import lazy_regex
+from ..lazyre import lazy_re, lazy_regex
 from ..plain import Plain
 
 __all__ = ["FoldRun", "MIN_RUN", "fold_lines", "informative", "short", "summarize", "template_of"]
@@ -29,10 +29,22 @@ _MASK = lazy_regex(
 # every position of a long token costs time quadratic in the token
 _MASK_NO_SLASH = lazy_regex(r"[A-Fa-f]*+\d[0-9A-Fa-f]*+")
 
+# the same two patterns in the standard ``re`` module with ASCII classes, for ASCII lines (most log
+# lines): about 2.5x faster there, and on ASCII text ``\s`` and ``\d`` name the same characters
+# in both modules (without the ASCII flag, ``re`` counts '\x1c'-'\x1f' as white space and
+# ``regex`` does not); tests compare the two on every character and on the corpus
+_RE_ASCII = 256  # re.ASCII, without importing re here
+_MASK_ASCII = lazy_re(_MASK.pattern, _RE_ASCII)
+_MASK_NO_SLASH_ASCII = lazy_re(_MASK_NO_SLASH.pattern, _RE_ASCII)
+
 
 def template_of(line: str) -> str:
     if len(line) > MASK_MAX:
         return line
+    if line.isascii():
+        if "/" not in line:
+            return _MASK_NO_SLASH_ASCII.sub("#", line)
+        return _MASK_ASCII.sub("#", line)
     if "/" not in line:
         return _MASK_NO_SLASH.sub("#", line)
     return _MASK.sub("#", line)

@@ -34,7 +34,8 @@ from ..normalize import normalize
 from ..segments import changed, segment_index
 from ..lazyre import lazy_regex
 
-__all__ = ["HardenMemo", "harden", "evidence_spans", "EVIDENCE_FAMILIES"]
+__all__ = ["HardenMemo", "OlderPass", "harden", "evidence_spans", "failing_output", "output_digest", "call_has_body",
+           "EVIDENCE_FAMILIES"]
 
 EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
 _SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
@@ -69,17 +70,27 @@ def evidence_spans(seg, spans) -> list:
     return [sp for sp in ev if any(view.evidence_ok(i) for i in range(sp.line_start - 1, sp.line_end))]
 
 
-def _failing(seg, spans) -> bool:
+def failing_output(seg, spans) -> bool:
+    """Does the tool output ``seg`` (with its Level 1 ``spans``) fail: evidence of a failure, an
+    error flag or a non-zero exit code? (A call none of whose outputs fails may be shortened.)"""
     return (bool(evidence_spans(seg, spans)) or bool(seg.is_error)
             or seg.exit_code not in (None, 0))
 
 
-def _digest(text: str) -> tuple[int, str, bytes]:
+def output_digest(text: str) -> tuple[int, bytes, bytes]:
+    """(normalised length, digest of the normalised text, digest of its shape up to numbers and
+    ids) of a tool output: what the "same as" pass compares. Keyed by digests: the texts
+    themselves would hold every older output a second time."""
     norm = normalize(text)
-    exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).hexdigest()
-    # keyed by digests: the texts themselves would hold every older output a second time
+    exact = hashlib.sha256(norm.encode("utf-8", errors="surrogatepass")).digest()
     shape = hashlib.sha256(_SHAPE.sub("#", norm).encode("utf-8", errors="surrogatepass")).digest()
     return len(norm), exact, shape
+
+
+def call_has_body(text: str) -> bool:
+    """Is a call's text long enough (in characters or lines, or an escaped multi-line string) that
+    its argument bodies may go by reference?"""
+    return not (len(text) < _BODY_CHARS and text.count("\n") + 1 < _BODY_LINES and "\\n" not in text)
 
 
 def _gap(n: int, ref: str) -> str:
@@ -147,6 +158,77 @@ def _shorten_args(text: str, ref: str, call: ToolCall) -> str | None:
     return (head + "\n" if head else "") + _gap(rest, ref)
 
 
+class OlderPass:
+    """The three passes as a fold: one segment at a time, in conversation order. :func:`harden`
+    runs it over a state's segment list; the streamed pipeline runs it over a file's messages.
+
+    It holds the first-seen maps of the "same as" pass (digest -> step id of the first output with
+    it). Each step returns the segment's new text and its placeholder, or None (kept as it is).
+    What the steps are told is decided by the caller, who sees the conversation: whether an output
+    is older than the recent window, whether it fails, and which calls may be shortened (calls of
+    a step before the first recent output, none of whose outputs fails)."""
+
+    __slots__ = ("store", "count", "seen_exact", "seen_shape")
+
+    def __init__(self, store, counter, seen_exact: dict | None = None, seen_shape: dict | None = None) -> None:
+        self.store = store
+        self.count = counter.count
+        self.seen_exact: dict[bytes, str] = {} if seen_exact is None else seen_exact
+        self.seen_shape: dict[bytes, str] = {} if seen_shape is None else seen_shape
+
+    def result(self, seg, text: str, spans, *, old: bool, failing: bool,
+               digest: tuple[int, bytes, bytes] | None = None) -> tuple[str, Placeholder] | None:
+        """A tool output (not harness text) with its current ``text`` and Level 1 ``spans`` (or a
+        function giving them, asked only when they are read): it is recorded as seen; when ``old``
+        (before the recent window) it becomes a "same as" line, or, when ``failing``, its evidence
+        view. ``digest``: :func:`output_digest` of it, if known."""
+        chars, exact, shape = digest if digest is not None else output_digest(seg.text)
+        earlier_exact = self.seen_exact.get(exact)
+        earlier_shape = None if failing else self.seen_shape.get(shape)
+        self.seen_exact.setdefault(exact, seg.step_id)
+        if not failing:
+            self.seen_shape.setdefault(shape, seg.step_id)
+        if not old or chars < _MIN_DUP_CHARS:
+            return None
+        if earlier_exact is not None or earlier_shape is not None:
+            ref, sha = _ref(self.store, seg.text)
+            if earlier_exact is not None:
+                line = f"[same as {earlier_exact} · ref {ref}]"
+            else:
+                line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
+            return self._change(seg, text, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
+        ev = evidence_spans(seg, list(spans() if callable(spans) else spans)) if failing else []
+        if ev:
+            ref, sha = _ref(self.store, seg.text)
+            view = _evidence_view(seg.text, ev, ref)
+            if view is not None:
+                return self._change(seg, text, view, "collapse.old-error", "older error output: evidence kept",
+                                    ref, sha)
+        return None
+
+    def call(self, seg, text: str) -> tuple[str, Placeholder] | None:
+        """A call that may be shortened, with its current ``text``: each long argument body by
+        reference (see :func:`call_has_body`)."""
+        if not call_has_body(text):
+            return None
+        ref = self.store.put(seg.text.encode("utf-8", errors="surrogatepass"))
+        new = _shorten_args(text, ref, call_of(seg))
+        if new is None:
+            return None
+        sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
+        return self._change(seg, text, new, "collapse.call-body", "call argument body", ref, sha)
+
+    def _change(self, seg, cur: str, new: str, rule: str, summary: str, ref: str,
+                sha: str) -> tuple[str, Placeholder] | None:
+        """A replacement, used only when it is shorter than the current text."""
+        if new == cur or self.count(new) >= self.count(cur):
+            return None
+        return new, Placeholder(
+            id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
+            line_start=1, line_end=max(1, seg.text.count("\n") + 1),
+            tokens_before=_est(cur), tokens_after=_est(new))
+
+
 class HardenMemo:
     """What :func:`harden` decided for a conversation's settled prefix, so the next call on the
     grown conversation resumes where that prefix ends instead of starting over.
@@ -168,7 +250,7 @@ class HardenMemo:
         self.outs: list = []  # their Level 1 outcomes (the same objects next time: nothing to compare)
         self.texts: list[str] = []
         self.spans: list[tuple] = []
-        self.seen_exact: dict[str, str] = {}
+        self.seen_exact: dict[bytes, str] = {}
         self.seen_shape: dict[bytes, str] = {}
         self.changes: dict[str, str] = {}
         self.placeholders: list[Placeholder] = []
@@ -224,19 +306,19 @@ class HardenMemo:
         self._fail = (generation if generation is not None else list(results), outcomes, flags, counts)
         return set(counts)
 
-    def digest(self, seg) -> tuple[int, str, bytes]:
+    def digest(self, seg) -> tuple[int, bytes, bytes]:
         """(normalised length, digest of the normalised text, digest of its shape) of a tool
         output: what the duplicate pass compares (cached per segment; the recent outputs are
         looked at again every turn)."""
         hit = self.digests.get(seg.id)
         if hit is not None and hit[0] is seg:
             return hit[1]
-        val = _digest(seg.text)
+        val = output_digest(seg.text)
         self.digests[seg.id] = (seg, val)
         return val
 
     def is_failing(self, seg, outcome) -> bool:
-        """``_failing`` of a tool output with its Level 1 outcome (cached per segment)."""
+        """:func:`failing_output` of a tool output with its Level 1 outcome (cached per segment)."""
         hit = self.failing.get(seg.id)
         if hit is not None and hit[0] is seg and hit[1] is outcome:
             return hit[2]
@@ -244,7 +326,7 @@ class HardenMemo:
         if hit is not None and hit[0] is seg and hit[3] == spans:
             val = hit[2]
         else:
-            val = _failing(seg, spans)
+            val = failing_output(seg, spans)
         self.failing[seg.id] = (seg, outcome, val, spans)
         return val
 
@@ -320,18 +402,14 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         memo.generation = idx.generation
     log = getattr(getattr(state, "conversation", None), "outcome_log", None)
     memo.runs = log.runs if log is not None else None
-    seen_exact, seen_shape = memo.seen_exact, memo.seen_shape
+    step = OlderPass(store, counter, memo.seen_exact, memo.seen_shape)
     settled = True  # still extending the memo's settled prefix
 
-    def apply(seg, new: str, rule: str, summary: str, ref: str, sha: str) -> None:
-        cur = texts[seg.id]
-        if new == cur or counter.count(new) >= counter.count(cur):
+    def apply(seg, change) -> None:
+        if change is None:
             return
+        new, ph = change
         texts[seg.id] = new
-        ph = Placeholder(
-            id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
-            line_start=1, line_end=max(1, seg.text.count("\n") + 1),
-            tokens_before=_est(cur), tokens_after=_est(new))
         state.placeholders.append(ph)
         state.level = max(state.level, 1)
         if settled:
@@ -352,33 +430,13 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                 memo.texts.append(texts[seg.id])
                 memo.spans.append(spans_of(seg) if seg.kind == SegmentKind.tool_result else no_spans)
             else:  # the rest is decided again next time: first-seen entries go to a copy
-                seen_exact, seen_shape = dict(seen_exact), dict(seen_shape)
+                step.seen_exact, step.seen_shape = dict(step.seen_exact), dict(step.seen_shape)
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
-            chars, exact, shape = memo.digest(seg)
-            failing = memo.is_failing(seg, outcomes.get(seg.id))
-            earlier_exact = seen_exact.get(exact)
-            earlier_shape = None if failing else seen_shape.get(shape)
-            seen_exact.setdefault(exact, seg.step_id)
-            if not failing:
-                seen_shape.setdefault(shape, seg.step_id)
-            if not is_old(seg) or chars < _MIN_DUP_CHARS:
-                continue
-            if earlier_exact is not None or earlier_shape is not None:
-                ref, sha = _ref(store, seg.text)
-                if earlier_exact is not None:
-                    line = f"[same as {earlier_exact} · ref {ref}]"
-                else:
-                    line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
-                apply(seg, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
-                continue
-            ev = evidence_spans(seg, list(spans_of(seg))) if failing else []
-            if ev:
-                ref, sha = _ref(store, seg.text)
-                view = _evidence_view(seg.text, ev, ref)
-                if view is not None:
-                    apply(seg, view, "collapse.old-error", "older error output: evidence kept", ref, sha)
+            # (its spans are read only when it may be cut to its evidence)
+            apply(seg, step.result(seg, texts[seg.id], lambda seg=seg: spans_of(seg), old=is_old(seg),
+                                   failing=memo.is_failing(seg, outcomes.get(seg.id)), digest=memo.digest(seg)))
         elif seg.kind == SegmentKind.tool_call:
             if first_recent_step is None or seg.step >= first_recent_step:
                 continue
@@ -388,12 +446,4 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                 continue
             if settled and seg.call_id:
                 memo.calls_kept.add(seg.call_id)
-            text = texts[seg.id]
-            if len(text) < _BODY_CHARS and text.count("\n") + 1 < _BODY_LINES and "\\n" not in text:
-                continue
-            ref = store.put(seg.text.encode("utf-8", errors="surrogatepass"))
-            new = _shorten_args(text, ref, call_of(seg))
-            if new is None:
-                continue
-            sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
-            apply(seg, new, "collapse.call-body", "call argument body", ref, sha)
+            apply(seg, step.call(seg, texts[seg.id]))

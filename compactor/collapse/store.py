@@ -220,6 +220,31 @@ class MemoryStore(Store):
         return len(self._items)
 
 
+
+class _StoreLock:
+    """The store folder's lock, held while an entry is written or the store is pruned (one class,
+    not one made per call: a class is a reference cycle the collector has to find)."""
+
+    __slots__ = ("store", "fd")
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.fd = -1
+
+    def __enter__(self):
+        store = self.store
+        try:
+            self.fd = os.open(store.root / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise StoreError(f"cannot lock the store: {exc.strerror}", source=store.location) from None
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
 class DirStore(Store):
     """One file per id. Last use is the file's mtime (a ``put`` of existing bytes or a ``get``
     touches it); a running total in ``.usage`` decides when to scan and evict, under an exclusive
@@ -239,22 +264,7 @@ class DirStore(Store):
         return self.root / ref[2:4] / ref
 
     def _locked(self):
-        store = self
-
-        class _Lock:
-            def __enter__(self):
-                try:
-                    self.fd = os.open(store.root / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
-                    fcntl.flock(self.fd, fcntl.LOCK_EX)
-                except OSError as exc:
-                    raise StoreError(f"cannot lock the store: {exc.strerror}", source=store.location) from None
-                return self
-
-            def __exit__(self, *exc):
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-                os.close(self.fd)
-
-        return _Lock()
+        return _StoreLock(self)
 
     def _usage(self) -> int | None:
         try:

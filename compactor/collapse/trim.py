@@ -196,6 +196,37 @@ KNOWN_RUN = 8  # protected lines of one shape, known from the baseline, fold bey
 WEAK_FAMILIES = frozenset({"fileref", "number"})
 
 
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip() removes from ASCII text
+
+
+def _block_keys(view: TextView) -> list[bytes] | None:
+    """``shape_key`` of every line body of an ASCII view: the text encoded and digit-masked in one
+    pass, each line's key cut from that (None for other text: its lines are keyed one by one)."""
+    text = view.text
+    if not text.isascii():
+        return None
+    raw = text.encode("ascii").translate(_DIGITS).split(b"\n")
+    ws, n, pre = _ASCII_SPACE, _KEY_CHARS, view.prefix
+    if pre is None:
+        return [x.strip(ws)[:n] for x in raw]
+    return [(x[k:] if k else x).strip(ws)[:n] for x, k in zip(raw, pre)]
+
+
+def _protected_runs(ranges, context: int, n: int) -> list[list[int]]:
+    """The lines ``DetectResult.protected_lines(context, n)`` holds, as sorted, disjoint
+    ``[first, last]`` runs: each hit's line range widened by ``context``, clipped to the block."""
+    runs: list[list[int]] = []
+    for lo, hi in sorted((max(0, ls - context), min(le + context, n - 1)) for ls, le in ranges):
+        if hi < lo:
+            continue
+        if runs and lo <= runs[-1][1] + 1:
+            if hi > runs[-1][1]:
+                runs[-1][1] = hi
+        else:
+            runs.append([lo, hi])
+    return runs
+
+
 def _line_set(ranges) -> set[int]:
     out: set[int] = set()
     for ls, le in ranges:
@@ -221,22 +252,19 @@ def _body(line: str) -> str:
 class _Region(Plain):
     """A run of unprotected lines being folded, in bounded memory."""
 
-    __slots__ = ("head", "tail", "every", "count", "base", "nbytes", "head_bytes", "tail_bytes", "templates", "first",
-                 "last", "originals")
-    _defaults = {
-        "head": Factory(list),  # first novel lines
-        "tail": Factory(lambda: deque(maxlen=8)),  # last novel lines
-        "every": Factory(list),  # all lines, while the region is small (None beyond)
-        "count": 0,  # novel lines (not in the baseline)
-        "base": 0,  # lines folded because the baseline knows their shape
-        "nbytes": 0,  # bytes of every line of the region
-        "head_bytes": 0,
-        "tail_bytes": Factory(lambda: deque(maxlen=8)),
-        "templates": Factory(Counter),
-        "first": Factory(dict),
-        "last": Factory(dict),
-        "originals": None,
-    }
+    __slots__ = ("head", "tail", "every", "count", "base", "nbytes", "templates", "first", "last", "originals")
+
+    def __init__(self) -> None:  # one per region: written out, not through Plain's generic defaults
+        self.head: list = []  # first novel lines
+        self.tail: deque = deque(maxlen=8)  # last novel lines
+        self.every: list | None = []  # all lines, while the region is small (None beyond)
+        self.count = 0  # novel lines (not in the baseline)
+        self.base = 0  # lines folded because the baseline knows their shape
+        self.nbytes = 0  # bytes of every line of the region
+        self.templates: Counter = Counter()  # shape key -> lines
+        self.first: dict[bytes, str] = {}  # shape key -> its first line body
+        self.last: dict[bytes, str] = {}  # shape key -> its last line body
+        self.originals: list | None = None
 
 
 _EVERY = 72  # a region keeps all its lines while it has at most this many
@@ -269,6 +297,8 @@ class Trimmer:
         self.annotations: list[tuple] = []  # heap of (rank, Annotation)
         self._seen_refs: set[tuple[str, int]] = set()
         self._templates: dict[bytes, str] = {}  # shape key -> template (the same shapes recur across regions)
+        self._view: TextView | None = None
+        self._keys: list[bytes] | tuple | None = None  # () for a block that is not ASCII
 
     # ------------------------------------------------------------------ low-level output
     def _put(self, s: str) -> None:
@@ -411,16 +441,22 @@ class Trimmer:
                 r.templates[k] -= 1
             elif k in r.templates:
                 del r.templates[k]
-        merged: Counter = Counter()
+        merged: dict[str, int] = {}
         first_last: dict[str, tuple[str, str]] = {}
         # cheap keys → real templates (numbers, ids, paths masked), for the most frequent keys only
-        for key, n in sorted(r.templates.items(), key=lambda kv: (-kv[1], kv[0]))[:64]:
+        counted = r.templates
+        if len(counted) > 64:  # only keys counted at least as often as the 64th most frequent can be among the top
+            least = sorted(counted.values(), reverse=True)[63]
+            top = [kv for kv in counted.items() if kv[1] >= least]
+        else:
+            top = counted.items()
+        for key, n in sorted(top, key=lambda kv: (-kv[1], kv[0]))[:64]:
             t = self._templates.get(key)
             if t is None:
                 t = template_of(key.decode("utf-8", "replace"))
                 if len(self._templates) < 65_536:
                     self._templates[key] = t
-            merged[t] += n
+            merged[t] = merged.get(t, 0) + n
             if t not in first_last:
                 first_last[t] = (r.first[key], r.last[key])
             else:
@@ -513,12 +549,18 @@ class Trimmer:
                 norm[i] = x[:half] + f" [… {len(x) - 2 * half} characters cut] " + x[-half:]
                 cut_long.append(i)
         view = TextView(joined if joined is not None and not cut_long else "\n".join(norm))
+        self._view, self._keys = view, None  # shape keys of the block's lines, made when first needed
         det = self.detector.detect_view(view, role="tool")
         n = len(norm)
         weak: set[int] = set()
+        protected: set[int] = set()
         if det.protect_all:
             self.stats.rule_timeouts += 1
-            protected = set(range(n))
+            runs = [[0, n - 1]]
+            if self.baseline is not None:
+                protected = set(range(n))
+        elif self.baseline is None:
+            runs = _protected_runs(det.line_ranges(), opt.context, n)
         else:
             protected = det.protected_lines(context=opt.context, nlines=n)
             if self.baseline is not None:
@@ -542,7 +584,7 @@ class Trimmer:
         prefix = view.prefix
         base = self._lineno
         if self.baseline is None:
-            self._lines_plain(norm, lines, prefix, protected, cut, base)
+            self._lines_plain(norm, lines, prefix, runs, cut, base)
         else:
             self._lines_with_baseline(norm, lines, prefix, protected, weak, cut, base)
         for i in cut_long:
@@ -557,20 +599,25 @@ class Trimmer:
             self._flush_rep()
         return lines[cut:]
 
-    def _lines_plain(self, norm: list[str], lines: list[str], prefix, protected: set[int], cut: int,
+    def _lines_plain(self, norm: list[str], lines: list[str], prefix, runs: list[list[int]], cut: int,
                      base: int) -> None:
-        """The lines of a block without a baseline: protected lines printed, each run of other
-        lines added to the region at once (the same as ``_benign`` line by line)."""
-        keep = sorted(i for i in protected if i < cut)
+        """The lines of a block without a baseline: each run of protected lines (sorted, disjoint
+        ``[first, last]``) printed after the region before it is closed, each run of other lines
+        added to the region at once (the same as ``_benign`` line by line)."""
         a = 0
-        for i in keep:
-            if i > a:
-                self._benign_run(norm, lines, prefix, a, i, base)
-            line = norm[i]
+        emit = self._emit
+        for lo, hi in runs:
+            if lo >= cut:
+                break
+            hi = min(hi, cut - 1)
+            if lo > a:
+                self._benign_run(norm, lines, prefix, a, lo, base)
             self._emit_region()
-            self._emit(line, line, base + i + 1)
-            self.stats.protected_lines += 1
-            a = i + 1
+            for i in range(lo, hi + 1):
+                line = norm[i]
+                emit(line, line, base + i + 1)
+            self.stats.protected_lines += hi - lo + 1
+            a = hi + 1
         if a < cut:
             self._benign_run(norm, lines, prefix, a, cut, base)
 
@@ -586,23 +633,35 @@ class Trimmer:
             if room > 0:
                 r.originals.extend(lines[a:a + min(n, room)])
         r.nbytes += sum(map(len, seg)) + n
-        items = list(zip(seg, seg, range(base + a + 1, base + b + 1)))
+        # (line, line, line number) items only for the lines a region may print as they are
+        first_no = base + a + 1
         if r.every is not None:
             if len(r.every) + n <= _EVERY:
-                r.every.extend(items)
+                r.every.extend(zip(seg, seg, range(first_no, first_no + n)))
             else:
                 r.every = None
         r.count += n
-        need = max(self.opt.keep_head, self.opt.min_fold) - len(r.head)
+        need = min(max(self.opt.keep_head, self.opt.min_fold) - len(r.head), n)
         if need > 0:
-            r.head.extend(items[:need])
-        r.tail.extend(items[-8:])
+            r.head.extend(zip(seg[:need], seg[:need], range(first_no, first_no + need)))
+        t = max(0, n - 8)
+        r.tail.extend(zip(seg[t:], seg[t:], range(first_no + t, first_no + n)))
         if prefix is None:
             bodies = seg
         else:
             bodies = [x[k:] if k else x for x, k in zip(seg, prefix[a:b])]
-        keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
+        if self._keys is None:
+            self._keys = _block_keys(self._view) or ()
+        if self._keys:
+            keys = self._keys[a:b]
+        else:
+            keys = [b.strip()[:_KEY_CHARS].encode("utf-8", "surrogatepass").translate(_DIGITS) for b in bodies]  # shape_key
         templates, first, last = r.templates, r.first, r.last
+        if not templates and n <= 5000:  # the region's first lines (the common case): every shape is new
+            templates.update(keys)
+            r.first = dict(zip(reversed(keys), reversed(bodies)))  # the earliest body of each key
+            r.last = dict(zip(keys, bodies))
+            return
         if len(templates) + n <= 5000:  # no new shape can be refused: counted in bulk
             fresh = [k for k in dict.fromkeys(keys) if k not in templates]
             templates.update(keys)
@@ -712,15 +771,20 @@ class Trimmer:
                 seg = parts[i:i + max(1, opt.block_lines - len(block))]
                 # running block size after each line; the block closes at the first line that
                 # reaches the line or byte limit, as add() would
-                sizes = list(accumulate(map(len, seg), initial=block_bytes))
-                take = min(len(seg), bisect_left(sizes, opt.block_bytes, 1))
-                if take < len(seg):
-                    seg = seg[:take]
+                end = block_bytes + sum(map(len, seg))
+                if end < opt.block_bytes:  # the byte limit is not reached within seg (the common case)
+                    take = len(seg)
+                else:
+                    sizes = list(accumulate(map(len, seg), initial=block_bytes))
+                    take = min(len(seg), bisect_left(sizes, opt.block_bytes, 1))
+                    if take < len(seg):
+                        seg = seg[:take]
+                    end = sizes[take]
                 joined = "\n".join(seg)
                 self.stats.lines_in += take
                 self.stats.bytes_in += (len(joined) if joined.isascii() else _nbytes(joined)) + 1
                 block.extend(seg)
-                block_bytes = sizes[take]
+                block_bytes = end
                 i += take
                 if len(block) >= opt.block_lines or block_bytes >= opt.block_bytes:
                     block = self.process_block(block, final=False)

@@ -342,6 +342,17 @@ class CallIndex:
         self.pairs.append((seg_id, result_seg_id))
         return info
 
+    def forget_answered(self) -> list[str]:
+        """Forget the calls that have their result, and the pairs collected so far; return their
+        ids. Only for a reader that streams a conversation in which every call id names one call
+        and one result (nothing later asks for an answered id)."""
+        done = [cid for cid, waiting in self._open.items() if not waiting]
+        for cid in done:
+            del self._open[cid]
+            self._last.pop(cid, None)
+        self.pairs.clear()
+        return done
+
     def has(self, call_id: Any) -> bool:
         call_id = norm_id(call_id)
         return bool(call_id) and call_id in self._last

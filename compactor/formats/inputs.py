@@ -29,6 +29,7 @@ __all__ = [
     "make_probe",
     "probe_file",
     "read_input",
+    "stream_start",
 ]
 
 DEFAULT_MAX_JSON_DEPTH = 512
@@ -345,7 +346,12 @@ def probe_file(path: str | os.PathLike[str] | None, *, max_depth: int = DEFAULT_
     return make_probe(read_input(path, stdin=stdin, max_bytes=max_bytes), max_depth=max_depth)
 
 
-def _stream_probe(path: Path, source: str, max_depth: int, max_bytes: int) -> Probe | None:
+def stream_start(path: str | os.PathLike[str], max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[Any, int, bytes] | None:
+    """Where ijson's C parser starts reading the file value by value, when it reads it exactly as
+    ``json.loads`` reads it whole (UTF-8, an array or object, nesting surely within
+    ``max_depth``, no lone surrogate escape): (the backend, the byte offset of the JSON text
+    after a byte order mark, its first byte ``b"["`` or ``b"{"``). None: not such a file (or no C
+    backend); the in-memory reader reads it and names what is wrong with it."""
     backend = _yajl()
     if backend is None:
         return None
@@ -359,6 +365,15 @@ def _stream_probe(path: Path, source: str, max_depth: int, max_bytes: int) -> Pr
             return None
         if not _safe_for_stream(fh, head, max_depth):
             return None
+    return backend, start, body[:1]
+
+
+def _stream_probe(path: Path, source: str, max_depth: int, max_bytes: int) -> Probe | None:
+    at = stream_start(path, max_depth)
+    if at is None:
+        return None
+    backend, start, _ = at
+    with open(path, "rb") as fh:
         fh.seek(start)
         items = backend.items(fh, "", use_float=True)
         try:

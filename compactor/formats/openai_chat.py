@@ -124,7 +124,7 @@ class ChatReader:
     def feed(self, msgs: list[Any]) -> None:
         """Read ``msgs[self.count:]``."""
         for i in range(self.count, len(msgs)):
-            self._message(i, msgs[i])
+            self.message(i, msgs[i])
         self.count = len(msgs)
 
     def document(self, data: Any, source: str) -> Document:
@@ -134,7 +134,15 @@ class ChatReader:
         doc.state.pairs = self.calls.pairs
         return doc
 
-    def _message(self, i: int, msg: Any) -> None:
+    def forget_answered(self) -> None:
+        """Forget what is kept of the calls whose output has been read, for a reader that reads a
+        file whose call ids each name one call and one output (nothing later asks for them)."""
+        for cid in self.calls.forget_answered():
+            self.call_steps.pop(cid, None)
+            self.call_cmds.pop(cid, None)
+
+    def message(self, i: int, msg: Any) -> None:
+        """Read message ``i`` (the next one) into :attr:`segments`."""
         role = msg.get("role")
         path = (*self.base, i)
         if role in ("user", "assistant") or (role == "system" and i > 0):
