@@ -225,43 +225,31 @@ class RankCache:
         import json
         import sqlite3
 
-        from .atomic import write_bytes_atomic
+        from .atomic import TempBeside, write_bytes_atomic
 
         paths = cls.paths(encoding, key)
         if paths is None:
             return
         db, digest = paths
-        tmp = None
         try:
             db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(dir=db.parent, prefix=f".{db.name}.", suffix=".tmp")
-            os.close(fd)
-            con = sqlite3.connect(tmp)
-            try:
-                con.execute("CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)")
-                con.execute("CREATE TABLE ranks(token BLOB PRIMARY KEY, rank INTEGER NOT NULL) WITHOUT ROWID")
-                ranks = enc._mergeable_ranks
-                con.executemany("INSERT INTO ranks VALUES (?, ?)", sorted(ranks.items()))
-                con.executemany("INSERT INTO meta VALUES (?, ?)", [
-                    ("version", str(RANK_CACHE_VERSION)), ("pat_str", enc._pat_str),
-                    ("special", json.dumps(enc._special_tokens, sort_keys=True)), ("size", str(len(ranks)))])
-                con.commit()
-            finally:
-                con.close()
-            sha = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
-            os.replace(tmp, db)
-            tmp = None
+            with TempBeside(db) as tmp:
+                con = sqlite3.connect(tmp)
+                try:
+                    con.execute("CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+                    con.execute("CREATE TABLE ranks(token BLOB PRIMARY KEY, rank INTEGER NOT NULL) WITHOUT ROWID")
+                    ranks = enc._mergeable_ranks
+                    con.executemany("INSERT INTO ranks VALUES (?, ?)", sorted(ranks.items()))
+                    con.executemany("INSERT INTO meta VALUES (?, ?)", [
+                        ("version", str(RANK_CACHE_VERSION)), ("pat_str", enc._pat_str),
+                        ("special", json.dumps(enc._special_tokens, sort_keys=True)), ("size", str(len(ranks)))])
+                    con.commit()
+                finally:
+                    con.close()
+                sha = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
             write_bytes_atomic(digest, sha.encode("ascii") + b"\n", dir_mode=0o700)
         except Exception:  # noqa: BLE001 - a read-only or full cache folder only costs speed
             pass
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
 
 
 class _Tiktoken:
