@@ -333,8 +333,14 @@ class _Output:
             else:
                 from .atomic import TempBeside
 
-                self.beside = TempBeside(p, keep_mode=True)
-                self.fh = open(self.beside.__enter__(), "w", encoding="utf-8", newline="")
+                beside = TempBeside(p, keep_mode=True)
+                tmp = beside.__enter__()
+                try:
+                    self.fh = open(tmp, "w", encoding="utf-8", newline="")
+                except OSError:
+                    beside.__exit__(OSError, None, None)  # removed
+                    raise
+                self.beside = beside
         except OSError as exc:
             raise self._error(exc) from None
         return self.fh
