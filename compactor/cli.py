@@ -321,7 +321,7 @@ class _Output:
     def __init__(self, path: str | None):
         self.path = None if path is None or path == "-" else Path(path)
         self.fh: Any = sys.stdout
-        self.beside: Any = None  # atomic.TempBeside of a regular file
+        self.tmp: str | None = None
 
     def __enter__(self):
         p = self.path
@@ -331,16 +331,10 @@ class _Output:
             if p.exists() and not p.is_file():
                 self.fh = open(p, "w", encoding="utf-8", newline="")
             else:
-                from .atomic import TempBeside
+                import tempfile  # here: a run that writes to standard output never pays for it
 
-                beside = TempBeside(p, keep_mode=True)
-                tmp = beside.__enter__()
-                try:
-                    self.fh = open(tmp, "w", encoding="utf-8", newline="")
-                except OSError:
-                    beside.__exit__(OSError, None, None)  # removed
-                    raise
-                self.beside = beside
+                fd, self.tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+                self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
         except OSError as exc:
             raise self._error(exc) from None
         return self.fh
@@ -355,19 +349,28 @@ class _Output:
             if exc_type is None:
                 self.fh.flush()
             return False
-        beside, self.beside = self.beside, None
-        error = None
+        tmp, self.tmp = self.tmp, None
         try:
             self.fh.close()
+            if tmp is not None and exc_type is None:
+                try:
+                    mode = self.path.stat().st_mode & 0o7777  # the replaced file's permissions
+                except OSError:
+                    mask = os.umask(0)
+                    os.umask(mask)
+                    mode = 0o666 & ~mask  # as a new file would have them
+                os.chmod(tmp, mode)
+                os.replace(tmp, self.path)
+                tmp = None
         except OSError as e:
-            error = e
-        if beside is not None:  # renamed into place, or removed when anything failed
-            try:
-                beside.__exit__(exc_type or (OSError if error else None), None, None)
-            except OSError as e:
-                error = error or e
-        if error is not None and exc_type is None:
-            raise self._error(error) from None
+            if exc_type is None:
+                raise self._error(e) from None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
         return False
 
 
