@@ -347,7 +347,14 @@ class _Fold:
         self.first_recent_step = min((survey.result_steps[i] for i in range(self.boundary, n)
                                       if not survey.result_meta[i]), default=None)
         self.harden_on = survey.live > 1
-        self.anchor = AnchorFold(objective=cfg.objective)
+        bound = None
+        if cfg.anchor_max_tokens:
+            from .tokens import piecewise
+
+            # the bound the anchor goes to at the end: the facts it can never show are not held
+            self.bound_count = piecewise(comp.counter)
+            bound = (cfg.anchor_max_tokens, self.bound_count, cfg.lang)
+        self.anchor = AnchorFold(objective=cfg.objective, bound=bound)
         self.cont = ContinuationMemo()  # fed segment by segment, never from a segment list
         self.result_pos = 0
         self.call_pos = 0  # tool calls with an id read so far (the survey's answered flags)
@@ -659,7 +666,6 @@ def _finish(fold: _Fold):
         stages=stages, redacted={}, llm=None)
     if anchor is not None and cfg.anchor_max_tokens:
         from .anchor import bound_anchor
-        from .tokens import piecewise
 
-        anchor = bound_anchor(anchor, cfg.anchor_max_tokens, piecewise(comp.counter), lang=cfg.lang)
+        anchor = bound_anchor(anchor, cfg.anchor_max_tokens, fold.bound_count, lang=cfg.lang, facts=fold.anchor.facts)
     return report, anchor, summary

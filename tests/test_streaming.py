@@ -121,7 +121,8 @@ def _streamed(path: Path, store: Path, emit: str, **options) -> str | None:
 
 _OPTIONS = st.sampled_from([{}, {"keep_recent": 0}, {"keep_recent": 1}, {"collapse_batch": 4},
                             {"anchor_max_tokens": 0}, {"lang": "zh"}, {"objective": "make the tests pass"},
-                            {"level": 1}, {"min_collapse_lines": 2, "keep_recent": 2}])
+                            {"level": 1}, {"min_collapse_lines": 2, "keep_recent": 2},
+                            {"anchor_max_tokens": 40}, {"anchor_max_tokens": 150, "lang": "zh"}])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -169,6 +170,38 @@ def test_the_fold_is_exercised_beyond_the_plain_path(tmp_path):
     assert got is not None and got == _in_memory(path, tmp_path / "store", "json")
     rules = {p["rule_id"] for p in json.loads(got)["report"]["placeholders"]}
     assert {"collapse.same-as", "collapse.old-error", "collapse.call-body"} <= rules
+
+
+@pytest.mark.parametrize("options", [{}, {"anchor_max_tokens": 300}, {"anchor_max_tokens": 700, "lang": "zh"}])
+def test_a_long_run_lets_facts_go_and_writes_the_same_bytes(tmp_path, monkeypatch, options):
+    """A run of many small tool outputs (the memory benchmark's kind) states thousands of facts:
+    the fold holds only those the anchor's bound can still show, and writes what the in-memory
+    path writes (the overflow names every fact not shown)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_memory
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from compactor.anchor.ledger import FactLedger
+
+    ledgers: list[FactLedger] = []
+    settle = FactLedger.settle
+
+    def spy(self):
+        ledgers.append(self)
+        settle(self)
+
+    monkeypatch.setattr(FactLedger, "settle", spy)
+    path = tmp_path / "t.json"
+    bench_memory.generate(path, "small", 1_000_000)
+    got = _streamed(path, tmp_path / "store", "json", **options)
+    assert got is not None and got == _in_memory(path, tmp_path / "store", "json", **options)
+    (ledger,) = ledgers
+    assert len(ledger) > 1000 and ledger.dropped > len(ledger) // 2
+    anchor = json.loads(got)["anchor"]
+    over = {o["section"]: o for o in anchor["overflow"]}["facts_learned"]
+    assert over["count"] + len(anchor["facts_learned"]) == len(ledger)
+    assert len(set(over["ids"])) == over["count"] and over["steps"]
 
 
 def test_both_paths_take_the_rooms_own_steps(tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..models import Anchor, Intent, Overflow
+from .ledger import FactLedger
 from .render import RenderMemo, render_lines, to_markdown
 
 __all__ = ["DEFAULT_MAX_TOKENS", "PRIORITY", "bound_anchor"]
@@ -77,11 +78,13 @@ def _keep(a: Anchor, keep: set[tuple[str, str]]) -> Anchor:
 
 
 def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: Callable[[str], int] | None = None,
-                 *, lang: str = "en", memo: RenderMemo | None = None) -> Anchor:
+                 *, lang: str = "en", memo: RenderMemo | None = None, facts: FactLedger | None = None) -> Anchor:
     """The anchor filled by priority up to ``max_tokens`` of its Markdown rendering; what did not
     fit is recorded in ``overflow``. ``None`` or ``0``: no bound. ``memo``: a conversation's
     :class:`~compactor.anchor.render.RenderMemo` (the anchor's sections rendered again only when
-    their items changed)."""
+    their items changed). ``facts``: the ledger of a fold that held only the facts this bound
+    can show (:class:`~compactor.anchor.ledger.FactLedger`, built with the same ``max_tokens``,
+    ``count`` and ``lang``): the overflow lists every fact it saw."""
     if not max_tokens:
         return a
     if count is None:
@@ -99,6 +102,8 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
     else:
         n = count(md)
     del md  # (only its count is needed: not held beside the rows below, on a large anchor as large)
+    if facts is not None:
+        facts.check_overflowing(n)
     if n <= max_tokens:
         return a if not a.overflow else a.model_copy(update={"overflow": []})
     rows = render_lines(a, lang)
@@ -128,6 +133,16 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
     notes = []
     steps_of = _steps(a)
     for field in (*_LISTS, "intent"):
+        if field == "facts_learned" and facts is not None:
+            keys, steps = [], set()
+            for key, step in facts.ids_newest_first():
+                if (field, key) not in keep:
+                    keys.append(key)
+                    steps.add(step)
+            if keys:
+                notes.append(Overflow(section=field, count=len(keys), ids=keys,
+                                      steps=sorted(steps - {""}, key=_step_key)))
+            continue
         keys = overflow.get(field)
         if keys:
             notes.append(Overflow(section=field, count=len(keys), ids=keys,

@@ -44,6 +44,7 @@ from . import cues as C
 from .cues import CUES
 from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
+from .ledger import FactLedger
 from ..lazyre import lazy_regex
 
 __all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
@@ -113,14 +114,24 @@ class AnchorFold:
     ``feed`` each segment (in conversation order, with its spans), ``freeze`` at the end gives the
     anchor ``build_anchor`` gives of all of them (segment ids unique)."""
 
-    def __init__(self, *, objective: str | None = None) -> None:
+    def __init__(self, *, objective: str | None = None, bound: tuple[int, Any, str] | None = None) -> None:
+        """``bound``: (max tokens, count, lang) of the size bound the frozen anchor goes to
+        (:func:`~compactor.anchor.bound.bound_anchor`): the facts it can never show are not held
+        (:class:`~compactor.anchor.ledger.FactLedger`, :attr:`facts`; pass it to the bound)."""
         self._st = _State(Anchor(cursor=AnchorCursor(objective=objective or "")))
+        self.facts: FactLedger | None = None
+        if bound is not None and bound[0]:
+            self.facts = self._st.facts = FactLedger(*bound)
 
     def feed(self, seg: Segment, spans: Iterable[Span] = ()) -> None:
         own = sorted((sp for sp in spans if sp.segment_id is not None and sp.segment_id == seg.id), key=_span_key)
         self._st.feed(seg, own)
 
     def freeze(self) -> Anchor:
+        """The anchor of the segments fed; with a bound, its ``facts_learned`` are the facts the
+        bound can still show (:attr:`facts` holds every one's id and step)."""
+        if self.facts is not None:
+            self.facts.settle()
         return self._st.freeze()
 
 
@@ -380,7 +391,7 @@ class _State:
     def __init__(self, a: Anchor) -> None:
         self._fact_shapes: dict[str, bool] = {}
         self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
-        self.facts: dict[str, Fact] = {x.id: x for x in a.facts_learned}
+        self.facts: dict[str, Fact] | FactLedger = {x.id: x for x in a.facts_learned}
         self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
         self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
         self.dead: dict[str, ExcludedApproach] = {x.id: x for x in a.dead_ends}
@@ -1301,7 +1312,14 @@ class _State:
         )
         view = SimpleNamespace(**fields, changes_made=net, next_steps=next_steps, cursor=cursor, overflow=[])
         return Anchor(**fields, changes_made=net, next_steps=next_steps, cursor=cursor,
-                      objective_state=objective_state(view), next_action_hint=next_action_hint(view))
+                      objective_state=objective_state(view, self._facts_told()),
+                      next_action_hint=next_action_hint(view))
+
+    def _facts_told(self) -> tuple[int, str, str] | None:
+        """(how many facts, the first and the last step that stated one) when the facts are not all
+        held (a :class:`FactLedger`), else None (:func:`objective_state` reads the list)."""
+        f = self.facts
+        return (len(f), f.first_step, f.last_step) if isinstance(f, FactLedger) else None
 
     def _next_steps(self, a: Anchor) -> list[NextStep]:
         """The plan's pending steps (none once the work is finished), then what the state itself
@@ -1691,8 +1709,10 @@ def _goal(a: Anchor) -> str:
     return a.cursor.objective or a.intent.current or a.intent.newest_request
 
 
-def objective_state(a: Anchor) -> str:
-    """One short paragraph: where the work stands relative to the goal (deterministic template)."""
+def objective_state(a: Anchor, facts: tuple[int, str, str] | None = None) -> str:
+    """One short paragraph: where the work stands relative to the goal (deterministic template).
+    ``facts``: (how many, the first and the last step that stated one), when ``a`` does not hold
+    every fact."""
     parts: list[str] = []
     goal = _goal(a)
     if goal:
@@ -1701,10 +1721,13 @@ def objective_state(a: Anchor) -> str:
     if done:
         parts.append(f"{_n(len(done), 'earlier request')} finished")
     counts = [_n(a.steps_seen, "step")]
-    if a.facts_learned:
+    if facts is None and a.facts_learned:
         steps = [f.source_step for f in a.facts_learned if f.source_step]
-        rng = f" ({steps[0]}–{steps[-1]})" if steps and steps[0] != steps[-1] else (f" ({steps[0]})" if steps else "")
-        counts.append(f"{_n(len(a.facts_learned), 'fact')} learned{rng}")
+        facts = (len(a.facts_learned), steps[0] if steps else "", steps[-1] if steps else "")
+    if facts is not None and facts[0]:
+        n, first, last = facts
+        rng = f" ({first}–{last})" if first and first != last else (f" ({first})" if first else "")
+        counts.append(f"{_n(n, 'fact')} learned{rng}")
     if a.changes_made:
         failed = sum(1 for c in a.changes_made if c.status == "failed")
         counts.append(_n(len(a.changes_made), "change") + (f" ({failed} failed)" if failed else ""))

@@ -8,9 +8,9 @@ import operator
 from itertools import chain
 from typing import Any
 
-from ..models import Anchor, Evidence, FileTouch
+from ..models import Anchor, Evidence, Fact, FileTouch
 
-__all__ = ["JSON_SECTIONS", "SEED_FIELDS", "RenderMemo", "to_json", "to_markdown", "to_seed_json", "render_lines"]
+__all__ = ["JSON_SECTIONS", "SEED_FIELDS", "RenderMemo", "fact_line", "to_json", "to_markdown", "to_seed_json", "render_lines"]
 
 SEED_FIELDS = ("objective_state", "facts_learned", "decisions_made", "open_questions", "dead_ends", "next_action_hint")
 
@@ -286,8 +286,17 @@ def _evidence_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, st
     for e in anchor.key_evidence:
         ev_rows.append((e.id, _evidence_block(f"{_ev_prefix(e, L)} ", e.text)))
     for fact in anchor.facts_learned:
-        ev_rows.append((fact.id, f"- {L['fact']}{_step(fact.source_step)}{L['sep']}{fact.text}"))
+        ev_rows.append((fact.id, _fact_row(fact, L)))
     return _section("evidence", L["evidence"], ev_rows, L)
+
+
+def _fact_row(fact: Fact, L: dict[str, str]) -> str:
+    return f"- {L['fact']}{_step(fact.source_step)}{L['sep']}{fact.text}"
+
+
+def fact_line(fact: Fact, lang: str = "en") -> str:
+    """The Markdown row of one fact (its line in :func:`render_lines`, as the size bound costs it)."""
+    return _fact_row(fact, _LABELS["zh" if lang == "zh" else "en"])
 
 
 def _constraint_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
