@@ -422,6 +422,15 @@ def _compactor(args, **options):
 # ---------------------------------------------------------------------------- commands
 
 
+def _read_warnings(doc, args) -> None:
+    """What reading changed or guessed, on stderr (bytes replaced, JSON read as text): the output
+    alone would not say. A layout forced by ``--format`` is not a guess."""
+    for d in doc.diagnostics:
+        if d.severity == "info" or (d.code == "json-read-as-text" and args.format != "auto"):
+            continue
+        sys.stderr.write(f"compactor: warning: {d.message}\n")
+
+
 def cmd_compact(args) -> int:
     from . import load_document, render, render_to, stream_compact
 
@@ -436,9 +445,7 @@ def cmd_compact(args) -> int:
     doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
     doc.disposable = True  # read here and used once: written in place, not copied
     _resume_gc()
-    for d in doc.diagnostics:
-        if d.code == "json-read-as-text" and args.format == "auto":
-            sys.stderr.write(f"compactor: warning: {d.message}\n")
+    _read_warnings(doc, args)
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     if args.emit not in ("json", "messages"):
         text = render(result, args.emit, lang=comp.config.lang)  # errors (no anchor) before the output opens
@@ -548,6 +555,7 @@ def cmd_scan(args) -> int:
     from . import Compactor, load_document
 
     doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
+    _read_warnings(doc, args)
     comp = Compactor(rules=tuple(args.rules))
     out = sys.stdout
     for seg in doc.segments:

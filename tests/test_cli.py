@@ -89,6 +89,19 @@ def test_invalid_utf8_is_replaced_with_a_diagnostic(tmp_path, capsys):
     d = json.loads(out)
     assert any(x["code"] == "invalid-utf8" and "byte 25" in x["message"] for x in d["report"]["diagnostics"])
     assert "error: bad byte \ufffd\ufffd here" in d["messages"]
+    # the output alone does not show that bytes were replaced: stderr names the file and the byte
+    assert err.strip() == f"compactor: warning: {p}:byte 25: invalid UTF-8; undecodable bytes were replaced with U+FFFD"
+
+
+def test_invalid_utf8_in_a_trajectory_is_reported_on_stderr(tmp_path, capsys):
+    p = tmp_path / "t.json"
+    p.write_bytes(b'[{"role": "user", "content": "a\xff\xfe"}]')
+    rc, out, err = run(["compact", str(p), "--emit", "messages"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)[0]["content"] == "a\ufffd\ufffd"
+    assert f"{p}:byte 31: invalid UTF-8" in err and "Traceback" not in err
+    rc, out, err = run(["scan", str(p)], capsys)
+    assert rc == 0 and f"{p}:byte 31: invalid UTF-8" in err
 
 
 def test_deep_json_is_rejected_cleanly(tmp_path, capsys):
