@@ -709,7 +709,7 @@ def _resume_gc() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import CompactorError
+    from . import CompactorError, ConfigError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports
@@ -718,6 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         _resume_gc()
         return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
+    args = None
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
@@ -737,7 +738,11 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        _err(f"compactor: {exc.one_line()}")
+        line = exc.one_line()
+        if isinstance(exc, ConfigError) and exc.option and args is not None and getattr(args, exc.option, None) is not None:
+            # a value given by a flag: name the flag, as argparse does for the values it checks
+            line = f"argument {config_flag(exc.option)}: {exc.reason} (see 'compactor {args.command} --help')"
+        _err(f"compactor: {line}")
         return exc.exit_code
     except BrokenPipeError:
         _silence_stdout()

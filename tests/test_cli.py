@@ -264,3 +264,25 @@ def test_a_failed_run_leaves_the_old_output_file_whole(tmp_path, capsys, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ci.log", "out.txt"]
     rc, out, err = run(["trim", str(log), "-o", str(tmp_path / "missing" / "x.txt")], capsys)
     assert rc == 2 and err.count("\n") == 1 and "missing/x.txt: cannot write output" in err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["compact", "--keep-recent", "-1"], "--keep-recent"),
+    (["compact", "--budget", "0"], "--budget"),
+    (["compact", "--anchor-max-tokens", "-3"], "--anchor-max-tokens"),
+])
+def test_an_out_of_range_flag_value_names_the_flag(tmp_path, capsys, argv, flag):
+    p = tmp_path / "t.json"
+    p.write_text('[{"role": "user", "content": "hi"}]')
+    rc, out, err = run([*argv, str(p)], capsys)
+    assert rc == 2 and out == ""
+    assert err.strip().startswith(f"compactor: argument {flag}: Input should be greater than or equal to")
+    assert err.strip().endswith("(see 'compactor compact --help')") and err.count("\n") == 1
+
+
+def test_the_library_names_the_option_not_a_flag():
+    from compactor import Compactor, ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        Compactor(keep_recent=-1)
+    assert info.value.option == "keep_recent" and "invalid option keep_recent" in str(info.value)
