@@ -23,8 +23,10 @@ selfcheck → write``); what changes is what is held. The file is read twice, me
    pipeline; the output is written from the spools (:func:`compactor.emit.write_parts`) to a
    temporary file next to the destination, renamed into place when complete.
 
-What is held at once: one message, the anchor's items, a digest per older tool output (the
-"same as" pass), the ids of failing outputs and the self-check's open questions. What streams:
+What is held at once: one message, the anchor's items (its facts in full only while its size bound
+can still show them, and an id and a step of every one: :class:`~compactor.anchor.ledger.FactLedger`),
+a digest per older tool output (the "same as" pass), the ids of failing outputs and the
+self-check's open questions. What streams:
 the OpenAI chat layout as a top-level JSON array, at Level 1 (``level`` auto or 1) without a
 budget, an LLM or redaction, emitting ``json`` or ``messages``. Anything else (a budget fits the
 whole conversation at once) takes the in-memory path.
