@@ -111,6 +111,7 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
     for _, iid, text in rows:
         if iid:
             cost[iid] = cost.get(iid, 0) + count(text) + 1
+    del rows  # (a row per item: not held beside what follows)
     empty = _keep(a, set())
     used = count(to_markdown(empty, lang))
     keep: set[tuple[str, str]] = set()
@@ -131,7 +132,7 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
         if (field, key) not in keep:
             overflow.setdefault(field, []).append(key)
     notes = []
-    steps_of = _steps(a)
+    steps_of = _steps(a, overflow)
     for field in (*_LISTS, "intent"):
         if field == "facts_learned" and facts is not None:
             keys, steps = [], set()
@@ -150,14 +151,22 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
     return out.model_copy(update={"overflow": notes})
 
 
-def _steps(a: Anchor) -> dict[tuple[str, str], str]:
+def _steps(a: Anchor, overflow: dict[str, list]) -> dict[tuple[str, str], str]:
+    """The source step of each item in ``overflow`` (field -> keys)."""
     out: dict[tuple[str, str], str] = {}
     for field in _LISTS:
+        keys = overflow.get(field)
+        if not keys:
+            continue
+        keys = set(keys)
         for x in getattr(a, field):
-            step = getattr(x, "source_step", "") or getattr(x, "first_step", "")
-            out[(field, _key(field, x))] = step
+            key = _key(field, x)
+            if key in keys:
+                out[(field, key)] = getattr(x, "source_step", "") or getattr(x, "first_step", "")
+    keys = set(overflow.get("intent", ()))
     for h in a.intent.history:
-        out[("intent", h.id)] = h.source_step
+        if h.id in keys:
+            out[("intent", h.id)] = h.source_step
     return out
 
 
