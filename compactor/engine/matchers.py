@@ -767,8 +767,11 @@ class LineBlockRule(CompiledRule):
         return out
 
 
-BULK_AFTER = 32  # continuation lines searched one by one before a block is classified in windows
-BULK_WINDOW = 256  # lines in a block's first classified window; each next one doubles, up to
+BULK_AFTER = 16  # continuation lines searched one by one before a block is classified in windows
+# lines in a block's first classified window; each next one doubles, up to BULK_WINDOW_MAX. Small:
+# the lines of a window past the block's end are classified for nothing (the JVM traces of a Maven
+# log run about 70 lines; a first window of 256 lines classified some 200 lines after each)
+BULK_WINDOW = 64
 BULK_WINDOW_MAX = 16_384
 BULK_START_MIN = 64  # candidate lines from which the start pattern is tried a chunk at a time
 BULK_START_CHUNK = 256  # candidates in a chunk after a block start; doubling while none starts, up to
