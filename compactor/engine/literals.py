@@ -16,6 +16,11 @@ All three give identical results (a property test compares them): for each liter
 letters in either case (non-ASCII text never matches an ASCII letter of a literal); literals with
 non-ASCII letters that have case are matched lowered against the lowered text.
 
+The multi-literal engines read the text one byte per character (``bytes_view``: Latin-1, other
+characters as '?'), so their offsets are the text's own and no byte offsets are worked out; they
+look for the ASCII literals only. The other literals can only be on the few lines with a non-ASCII
+character and are looked up there with ``str.find``.
+
 With hyperscan, the same pass also runs the rules' approximate patterns (``approx``): per
 approximation, the lines where its rule's pattern may match (``approx_key``); the exact pattern
 then runs only on the lines both tiers found. The other engines have no such tier; the rules then
@@ -35,7 +40,7 @@ import os
 import re
 from bisect import bisect_right
 from itertools import accumulate, compress, repeat
-from operator import add
+from operator import add, not_
 from pathlib import Path
 from typing import Any, Callable, Protocol
 from ..lazyre import lazy_re
@@ -54,7 +59,7 @@ class TextView(Protocol):
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
 __all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "approx_key", "available_engines", "gate_fits_hyperscan", "gate_key",
-           "literal_key", "scan_chunked"]
+           "lines_holding", "literal_key", "scan_chunked"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
 ENGINES = ("hyperscan", "ahocorasick", "python")
@@ -108,15 +113,22 @@ class LiteralScanner:
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
         self._gate_db = None
-        # byte-level groups: (key, needle bytes, caseless ASCII?)
+        # byte-level groups, the ASCII literals: (key, needle bytes, caseless?); the bytes a
+        # multi-literal engine reads hold one byte per character (``bytes_view``)
         self._bytes_keys: list[tuple[tuple[str, bool], bytes, bool]] = []
         self._lowered: list[tuple[str, bool]] = []  # non-ASCII literals with case: str.find on view.lower
+        self._wide_keys: list[tuple[str, bool]] = []  # other non-ASCII literals: on the non-ASCII lines
         for key in keys:
             lit, ci = key
-            if ci and not lit.isascii() and not (lit.lower() == lit == lit.upper()):
+            if lit.isascii():
+                self._bytes_keys.append((key, lit.encode("ascii"), ci))
+            elif ci and not (lit.lower() == lit == lit.upper()):
                 self._lowered.append(key)
             else:
-                self._bytes_keys.append((key, lit.encode("utf-8", "surrogatepass"), ci and lit.isascii()))
+                self._wide_keys.append(key)
+        # case-sensitive literals with a '?', which a character replaced in the bytes may fake
+        self._question = [(k, key[0]) for k, (key, needle, ci) in enumerate(self._bytes_keys)
+                          if not ci and b"?" in needle]
         self._key_order = [key for key, _, _ in self._bytes_keys]  # the cache keys, in pattern id order
         self._gate_keys = [gate_key(*g) for g in self.gates]
         engines = available_engines()
@@ -132,7 +144,7 @@ class LiteralScanner:
             raise ValueError(f"unknown literal engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if engine not in engines:
             raise ValueError(f"literal engine {engine!r} is not installed")
-        if not self._bytes_keys:  # nothing for a multi-literal engine (e.g. only non-ASCII case-insensitive literals)
+        if not self._bytes_keys:  # nothing for a multi-literal engine (e.g. only non-ASCII literals)
             engine = "python"
         self.engine = engine
         self._db = None
@@ -193,6 +205,8 @@ class LiteralScanner:
         for lit, ci in self._lowered:
             if view.lines_with(lit, ci):
                 found.append((lit, ci))
+        if self._wide_keys:
+            found += self._scan_wide(view)
         if self.engine == "hyperscan" and self.gates:
             got = self._scan_gates(view)
             if got is not None:  # None: a gate is on most lines, its rule runs over the whole text
@@ -259,6 +273,42 @@ class LiteralScanner:
         data, starts, _ = bytes_view(view)
         return data, starts
 
+    def _scan_wide(self, view: TextView) -> list[tuple[str, bool]]:
+        """The non-ASCII literals (those ``lines_with`` searches in the text as it is): found by
+        ``str.find`` in the lines with a non-ASCII character, the only ones that can hold them."""
+        wide = bytes_view(view)[2]
+        hits = view._hits
+        if not wide:
+            hits.update((key, []) for key in self._wide_keys)
+            return []
+        lines = view.lines
+        sub = [lines[i] for i in wide]
+        joined = "\n".join(sub)
+        jstarts = list(accumulate(map((1).__add__, map(len, sub[:-1])), initial=0))
+        found = []
+        for key in self._wide_keys:
+            lit = key[0]
+            if "\n" in lit:  # across lines: as lines_with finds it
+                got = view.lines_with(*key)
+            else:
+                got = [wide[k] for k in lines_holding(joined, jstarts, lit)] if lit in joined else []
+            hits[key] = got
+            if got:
+                found.append(key)
+        return found
+
+    def _unfake(self, view: TextView, out: list[list[int]]) -> None:
+        """Drop, from the lines of a case-sensitive literal with a '?', the non-ASCII lines where
+        only a replaced character made it ('’' reads as '?' in the bytes)."""
+        wide = bytes_view(view)[2]
+        if not wide:
+            return
+        wset = set(wide)
+        lines = view.lines
+        for k, lit in self._question:
+            if out[k]:
+                out[k] = [i for i in out[k] if i not in wset or lit in lines[i]]
+
     def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
         """Per literal, then per approximate pattern, the lines where it is found. An approximate
         pattern's lines also include every line of a chunk cut short by a dense line; the lines
@@ -273,6 +323,8 @@ class LiteralScanner:
         _in_order(out)
         if recheck:
             self._recheck_dense(view, recheck, out)
+        if self._question:
+            self._unfake(view, out)
         if self.approx and recheck:
             extra = set(recheck)
             out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
@@ -317,6 +369,8 @@ class LiteralScanner:
         _in_order(out)
         if dense:
             self._recheck_dense(view, sorted(set(dense)), out)
+        if self._question:
+            self._unfake(view, out)
         view._hits.update(zip(self._key_order, out))
         return list(compress(range(n), out))
 
@@ -340,16 +394,30 @@ class LiteralScanner:
                 if ln in found:
                     continue
                 line = view.lines[ln]
-                if ci and lit.isascii():
+                if ci:
                     hit = lit in line.lower() if line.isascii() else needle in line.encode("latin-1", "replace").lower()
-                elif ci and lit.lower() != lit.upper():
-                    hit = lit in line.lower()
                 else:
                     hit = lit in line
                 if hit:
                     add_lines.append(ln)
             if add_lines:
                 out[k] = sorted(found.union(add_lines))
+
+
+def lines_holding(hay, starts: list[int], needle) -> list[int]:
+    """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``; str or bytes)
+    that contain ``needle``, once each, in order."""
+    out: list[int] = []
+    find = hay.find
+    nstarts = len(starts)
+    pos = find(needle)
+    while pos != -1:
+        ln = bisect_right(starts, pos) - 1
+        out.append(ln)
+        if ln + 1 >= nstarts:
+            break
+        pos = find(needle, starts[ln + 1])
+    return out
 
 
 def _in_order(out: list[list[int]]) -> None:
@@ -361,15 +429,16 @@ def _in_order(out: list[list[int]]) -> None:
             out[i] = sorted(set(lines))
 
 
-ASCII_RUN = 64  # lines checked together for non-ASCII characters
 GATE_SHARE = 0.25  # a gate on more of the lines than this is not used (its rule searches the whole text)
 
 
 def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
-    """(UTF-8 bytes, byte offset of each line, numbers of the lines with a non-ASCII character),
-    computed once per view. The byte offsets are the character offsets shifted by the extra bytes
-    of the non-ASCII lines before each line; runs of lines are checked with one ``str.isascii``
-    each, so a mostly-ASCII text costs about one pass."""
+    """(the text as bytes, the offset of each line in them, numbers of the lines with a non-ASCII
+    character), computed once per view. One byte per character: the text encoded to Latin-1, every
+    character outside it replaced by '?', so the offsets are the text's own (``view.starts``).
+    ASCII lines are the same bytes as in UTF-8; on the non-ASCII lines a multi-literal engine
+    promises nothing by itself (an approximation or gate takes them all; a non-ASCII literal is
+    looked up there with ``str.find``; a literal's '?' is checked there; see ``LiteralScanner``)."""
     got = view._bytes
     if got is not None:
         return got
@@ -377,28 +446,9 @@ def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
     if text.isascii():
         got = (text.encode("ascii"), view.starts, [])
     else:
-        starts, lines = view.starts, view.lines
-        n = len(lines)
-        wide: list[int] = []
-        for a in range(0, n, ASCII_RUN):
-            b = min(n, a + ASCII_RUN)
-            end = starts[b] if b < n else len(text)
-            if not text[starts[a]:end].isascii():
-                wide.extend(i for i in range(a, b) if not lines[i].isascii())
-        # each line's offset grows by the extra bytes of the wide lines before it: shifted run by run
-        # (the lines between two wide lines share one shift)
-        bstarts = list(starts)
-        delta = 0
-        for k, i in enumerate(wide):
-            delta += len(lines[i].encode("utf-8", "surrogatepass")) - len(lines[i])
-            a, b = i + 1, (wide[k + 1] + 1 if k + 1 < len(wide) else n)
-            if delta and a < b:
-                bstarts[a:b] = map(delta.__add__, starts[a:b])
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (from surrogateescape decoding)
-            data = text.encode("utf-8", "surrogatepass")
-        got = (data, bstarts, wide)
+        lines = view.lines
+        wide = list(compress(range(len(lines)), map(not_, map(str.isascii, lines))))
+        got = (text.encode("latin-1", "replace"), view.starts, wide)
     view._bytes = got
     return got
 

@@ -37,7 +37,8 @@ from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
 from .approx import approximate, line_local
-from .literals import LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, literal_key
+from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, lines_holding,
+                       literal_key)
 from .records import FLAG_NAMES
 from ..lazyre import lazy_re, lazy_regex
 
@@ -203,22 +204,6 @@ def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
         return [i for i in near if i in keep]
     keep = set(near)
     return [i for i in cand if i in keep]
-
-
-def _lines_holding(hay, starts: list[int], needle) -> list[int]:
-    """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``) that contain
-    ``needle``, once each, in order."""
-    out: list[int] = []
-    find = hay.find
-    nstarts = len(starts)
-    pos = find(needle)
-    while pos != -1:
-        ln = bisect_right(starts, pos) - 1
-        out.append(ln)
-        if ln + 1 >= nstarts:
-            break
-        pos = find(needle, starts[ln + 1])
-    return out
 
 
 def _line_starts(lines: list) -> list[int]:
@@ -832,9 +817,9 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
                 got = holding.get((lit, False))
                 if got is None:
                     if lit.isascii():
-                        got = _lines_holding(hay, jstarts, _in(hay, lit))
+                        got = lines_holding(hay, jstarts, _in(hay, lit))
                     else:
-                        got = _lines_holding(joined, jstarts, lit)
+                        got = lines_holding(joined, jstarts, lit)
                     holding[(lit, False)] = got
                 ks.update(got)
             if ci:
@@ -846,7 +831,7 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
                     if lit.isascii():  # a non-ASCII literal is never in a lowered ASCII line
                         got = holding.get((lit, True))
                         if got is None:
-                            got = holding[(lit, True)] = _lines_holding(low, jstarts, _in(low, lit))
+                            got = holding[(lit, True)] = lines_holding(low, jstarts, _in(low, lit))
                         ks.update(got)
                 ks.update(wide)
             orders.append(sorted(ks))
