@@ -343,9 +343,14 @@ class RegexRule(CompiledRule):
                         gated = None  # on many lines: one search of the whole text is cheaper
             else:
                 gated = None
+            group = spec.group
+            by_line = spec.scope == "line"
+            plain_lines = by_line and not spec.context_before and not spec.context_after
             try:
                 if gated is None:
                     matches = list(self.whole.finditer(view.text, timeout=budget))
+                elif plain_lines and group == 0:
+                    return self._gated_lines(view, gated, budget, t0)
                 else:
                     matches = self._gated_matches(view, gated, budget, t0)
             except TimeoutError:
@@ -353,9 +358,6 @@ class RegexRule(CompiledRule):
             last_line = -1
             starts = view.starts
             nstarts = len(starts)
-            group = spec.group
-            by_line = spec.scope == "line"
-            plain_lines = by_line and not spec.context_before and not spec.context_after
             lines = view.lines
             append = out.append
             if plain_lines and group == 0:  # the common case, one step per match less (a long trace has 100,000)
@@ -438,6 +440,26 @@ class RegexRule(CompiledRule):
                 out.extend(finditer(text, a, b, timeout=budget))
             else:
                 out.extend(finditer(text, a, b))
+        return out
+
+    def _gated_lines(self, view: TextView, lines: list[int], budget: float, t0: float) -> list[tuple]:
+        """The whole lines (no context, group 0) among ``lines`` where the whole-text pattern
+        matches, each searched up to its end (the newline excluded: a gated rule's matches lie
+        within one line). Only whether a line holds a match counts, so one search per line (not
+        every match of it), and the line is known without looking its offset up."""
+        search = self.whole.search
+        text = view.text
+        starts = view.starts
+        all_lines = view.lines
+        out: list[tuple] = []
+        append = out.append
+        for n, i in enumerate(lines):
+            if n & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(self.id)
+            a = starts[i]
+            b = a + len(all_lines[i])
+            if (search(text, a, b) if b - a <= 4096 else search(text, a, b, timeout=budget)) is not None:
+                append((a, b, i, i, False))
         return out
 
     @cached_property
