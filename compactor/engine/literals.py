@@ -59,7 +59,7 @@ class TextView(Protocol):
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
 __all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "approx_key", "available_engines", "gate_fits_hyperscan", "gate_key",
-           "lines_holding", "literal_key", "scan_chunked"]
+           "lines_holding", "literal_key", "scan_lines"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
 ENGINES = ("hyperscan", "ahocorasick", "python")
@@ -251,16 +251,14 @@ class LiteralScanner:
         plus the lines of a chunk cut short by a dense line (a superset is all a gate promises).
 
         None when a gate holds on more than ``GATE_SHARE`` of the lines (a 100,000-frame trace of
-        ``File.java:12`` lines): the scan stops there, and searching those lines one by one would
+        ``File.java:12`` lines): the scan stops after that chunk, and searching those lines one by one would
         cost more than one search of the whole text."""
         if self._gate_db is None:
             self._gate_db = _hyperscan_gate_db(self.gates)
         data, starts = self._bytes_view(view)
         out: list[list[int]] = [[] for _ in self.gates]
-        stop = [False]
-        state, on_match = _line_matches(starts, out, GATE_SHARE * len(starts) + 64, stop)
-        extra = scan_chunked(self._gate_db, data, starts, on_match, state, self._terminated, stop)
-        if stop[0]:
+        extra = scan_lines(self._gate_db, data, starts, out, self._terminated, GATE_SHARE * len(starts) + 64)
+        if extra is None:
             return None
         extra.extend(bytes_view(view)[2])
         if extra:
@@ -318,8 +316,7 @@ class LiteralScanner:
         data, starts, _ = bytes_view(view)
         nkeys = len(self._bytes_keys)
         out: list[list[int]] = [[] for _ in range(nkeys + len(self.approx))]
-        state, on_match = _line_matches(starts, out)
-        recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
+        recheck = scan_lines(self._db, data, starts, out, self._terminated)
         _in_order(out)
         if recheck:
             self._recheck_dense(view, recheck, out)
@@ -457,77 +454,68 @@ CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-rea
 
 
 
-def _line_matches(starts: list[int], out: list[list[int]], most: float = float("inf"),
-                  stop: list[bool] | None = None):
-    """The scan state and the match handler of :func:`scan_chunked` that record, per pattern id,
-    the lines it matches in ``out`` (matches may come out of order; a line is recorded once per
-    run). A line with more than ``LINE_CAP`` matches stops the chunk (dense line); a pattern on more
-    than ``most`` lines sets ``stop[0]`` and stops the scan."""
+def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], terminated,
+               most: float | None = None) -> list[int] | None:
+    """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes,
+    recording in ``out``, per pattern id, the lines it matches (matches may come out of order; a
+    line is recorded once per run of matches on it). Returns the lines to re-check exactly.
+
+    A line with more than ``LINE_CAP`` matches stops the chunk (a dense line); the scan resumes at
+    the next line, and every line of the chunk up to the dense one is returned for an exact
+    re-check (matches are not assumed to arrive in order; dense lines are rare; chunks keep
+    restarts cheap). With ``most``: None as soon as a pattern is on more than that many lines
+    (checked after each chunk)."""
     last = [-1] * len(out)  # line last recorded, per pattern
     nstarts = len(starts)
     big = 1 << 62
-    # base offset of the current scan, first and last offset of the current line, its number,
-    # matches on it
-    state = [0, big, -1, -1, 0]
     br = bisect_right
+    # the handler's state in closure cells (cheaper to read than list items; it runs once per
+    # match): the current scan's offset, the first and last offset of the current line, its
+    # number and the matches on it
+    base = 0
+    lo, hi, ln, count = big, -1, -1, 0
 
     def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
-        e1 = b + state[0] - 1
-        if state[1] <= e1 <= state[2]:
-            state[4] += 1
-            if state[4] > LINE_CAP:
+        nonlocal lo, hi, ln, count
+        e = b + base - 1
+        if lo <= e <= hi:
+            count += 1
+            if count > LINE_CAP:
                 return True  # a dense line: stop, resume at the next line
-            ln = state[3]
         else:
-            ln = br(starts, e1) - 1
-            state[1] = starts[ln]
-            state[2] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
-            state[3] = ln
-            state[4] = 1
+            ln = br(starts, e) - 1
+            lo = starts[ln]
+            hi = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+            count = 1
         if last[i] != ln:
-            lines = out[i]
-            lines.append(ln)
+            out[i].append(ln)
             last[i] = ln
-            if len(lines) > most:
-                stop[0] = True
-                return True
         return None
 
-    return state, on_match
-
-def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated,
-                 stop: list[bool] | None = None) -> list[int]:
-    """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes.
-
-    ``state[0]`` is set to each scan's base offset and ``state[3]`` is read as the current line
-    when ``on_match`` returns True to stop on a dense line; the scan then resumes at the next line.
-    Matches are not assumed to arrive in order, so every line of the chunk up to the dense one is
-    returned for an exact re-check (dense lines are rare; chunks keep restarts cheap)."""
     recheck: list[int] = []
     n = len(data)
-    nstarts = len(starts)
-    big = 1 << 62
     pos = 0
     while pos < n:
         # the chunk ends at a line start at or after pos + CHUNK (whole lines only)
-        k = bisect_right(starts, pos + CHUNK)
+        k = br(starts, pos + CHUNK)
         end = starts[k] if k < nstarts else n
         while True:
-            state[0], state[1], state[2], state[3], state[4] = pos, big, -1, -1, 0
+            base, lo, hi, ln, count = pos, big, -1, -1, 0
             try:
                 db.scan(data[pos:end], match_event_handler=on_match)
                 pos = end
                 break
-            except terminated:  # a dense line: skip its rest (or, with ``stop[0]`` set, stop)
-                if stop is not None and stop[0]:
-                    return recheck
-            ln = state[3]
-            recheck.extend(range(bisect_right(starts, pos) - 1, ln + 1))
+            except terminated:  # a dense line: skip its rest
+                pass
+            recheck.extend(range(br(starts, pos) - 1, ln + 1))
             if ln + 1 >= nstarts:
-                return recheck
+                pos = n
+                break
             pos = starts[ln + 1]
             if pos >= end:
                 break
+        if most is not None and max(map(len, out)) > most:
+            return None
     return recheck
 
 
