@@ -146,7 +146,8 @@ def test_gate_holds_on_the_corpus(corpus):
 
 
 _kv = st.tuples(st.sampled_from(["error ", "Exception: ", "failed ", "timed out ", "", "refused "]),
-                st.sampled_from(["pool_size", "--workers", "'timeout'", "maxRetries", "limit", "a.b-c", "x"]),
+                st.sampled_from(["pool_size", "--workers", "'timeout'", "maxRetries", "limit", "a.b-c", "x", "Size",
+                                 "max_open", "maxconns", "RETRIES", "\"limits\"", "fooBar", "x.y_z", "Tests run"]),
                 st.sampled_from(["=", " = ", ": ", ":", " ", "==", "=\"", "= '", "=-", "\t"]),
                 st.sampled_from(["20", "-3", "1.5", "2e3", "x", "", "30s", "512Mi"]),
                 st.text(alphabet="ab :=-_'\"019", max_size=6)).map("".join)
