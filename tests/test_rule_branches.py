@@ -158,3 +158,17 @@ def test_gate_holds_on_generated_lines(line):
     for cr in GATED:
         assert _gate_misses(cr, [line]) == [], cr.id
 
+
+
+_exc = st.tuples(st.sampled_from(["", "  ", "\t", "[ERROR] ", "at ", "(", "Caused by: ", "msg (", "Uncaught ", "x "]),
+                 st.sampled_from(["java.lang.IllegalState", "Pool", "app.pool.Pool", "x", "Type", "Pool::", "$a.B", ""]),
+                 st.sampled_from(["Error", "Exception", "Exhausted", "Timeout", "Failure", "Fault", "Failed", "Denied",
+                                  "Refused", "Invalid", "Interrupt", "Exit", "Aborted", "Errors", "error", "exception"]),
+                 st.sampled_from([":", ": msg", "", " ", ")", ").", ".x", " after 0:00:30", "  ", ": ", "\tx"]),
+                 st.text(alphabet="aE :()._$\t", max_size=5)).map("".join)
+
+
+@given(st.lists(_exc, min_size=1, max_size=3).map(" ".join))
+def test_gate_holds_on_generated_exception_lines(line):
+    for cr in GATED:
+        assert _gate_misses(cr, [line]) == [], cr.id
