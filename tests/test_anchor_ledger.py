@@ -5,6 +5,7 @@ a bounded number of facts however many it is fed."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,3 +98,14 @@ def test_an_old_short_fact_that_fits_is_kept():
         assert ledger.dropped > 300
         kept_old += any(f.text == "retries: 7" for f in b.facts_learned)
     assert kept_old >= 5  # (the case is reached: the oldest fact shown after newer ones were skipped)
+
+
+def test_the_guard_names_an_anchor_that_fits_without_facts_let_go():
+    from compactor.anchor.ledger import FactLedger, LedgerOverrun
+
+    ledger = FactLedger(100, _TIKTOKEN)
+    ledger.check_overflowing(50)  # nothing let go: fitting is fine
+    ledger.dropped = 3
+    ledger.check_overflowing(101)
+    with pytest.raises(LedgerOverrun, match="3 facts"):
+        ledger.check_overflowing(100)

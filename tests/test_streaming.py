@@ -204,6 +204,20 @@ def test_a_long_run_lets_facts_go_and_writes_the_same_bytes(tmp_path, monkeypatc
     assert len(set(over["ids"])) == over["count"] and over["steps"]
 
 
+def test_a_ledger_overrun_goes_the_in_memory_way(tmp_path, monkeypatch):
+    """Were the anchor to fit its bound without facts the fold let go (the ledger's guard), the
+    fold writes nothing and leaves the file to the in-memory path, which holds every fact."""
+    from compactor.anchor.ledger import FactLedger, LedgerOverrun
+
+    def overrun(self, tokens):
+        raise LedgerOverrun("test")
+
+    monkeypatch.setattr(FactLedger, "check_overflowing", overrun)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_exercised(), indent=2), encoding="utf-8")
+    assert _streamed(path, tmp_path / "store", "json") is None
+
+
 def test_both_paths_take_the_rooms_own_steps(tmp_path, monkeypatch):
     """One copy of each room's logic: the older-output pass's steps (``OlderPass``) and the
     self-check's verdict on a span (``span_held``) decide for the in-memory pipeline and for the

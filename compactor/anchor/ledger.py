@@ -19,7 +19,8 @@ The sum uses each fact's cost minus two (its row counted alone, minus one: a low
 the row adds to the count of the whole rendering, where the newline after it may join its last
 token). So when any fact was let go, the facts still held render to more than ``max_tokens`` on
 their own: the bound never finds the whole anchor fitting and needing a fact that is gone
-(:meth:`FactLedger.check_overflowing` says so if it ever did). The newest fact is never let go.
+(:meth:`FactLedger.check_overflowing` raises :class:`LedgerOverrun` if it ever did, and the fold
+hands the file to the in-memory pipeline). The newest fact is never let go.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ from collections.abc import Callable, Iterator
 from ..models import Fact
 from .render import fact_line
 
-__all__ = ["FactLedger"]
+__all__ = ["FactLedger", "LedgerOverrun"]
+
+
+class LedgerOverrun(RuntimeError):
+    """The anchor fits its bound without facts the ledger let go (never expected: see the
+    module's docstring). A fold that meets it has written nothing yet: it hands the file to the
+    in-memory pipeline, which holds every fact."""
 
 _ID = re.compile(r"fa-[0-9a-f]{16}")
 
@@ -147,5 +154,5 @@ class FactLedger:
         """The facts held render to ``tokens`` in the whole anchor: more than the bound, whenever
         a fact was let go (the module's docstring says why; this is the guard that it holds)."""
         if self.dropped and tokens <= self.max_tokens:
-            raise RuntimeError(f"the anchor fits its bound ({tokens} <= {self.max_tokens} tokens) "
+            raise LedgerOverrun(f"the anchor fits its bound ({tokens} <= {self.max_tokens} tokens) "
                                f"without {self.dropped} facts let go as never shown")
