@@ -489,10 +489,12 @@ class RegexRule(CompiledRule):
         Branch by branch: the candidate lines are joined once, each branch's literals are found
         in that text with ``str.find`` (C speed, one step per line that holds one), and the
         branch is searched on those lines only; a line already matched is not searched again."""
+        got = _lines_matching(view, cand, self.branches, _flags(self.spec.flags), self.gate, budget, t0, self.id)
+        if not self.spec.context_before and not self.spec.context_after:  # whole lines, as _span makes them
+            starts, lines = view.starts, view.lines
+            return [(starts[i], starts[i] + len(lines[i]), i, i, False) for i in got]
         nlines = len(view.lines)
-        return [self._span(view, 0, 0, i, i, nlines)
-                for i in _lines_matching(view, cand, self.branches, _flags(self.spec.flags), self.gate, budget, t0,
-                                         self.id)]
+        return [self._span(view, 0, 0, i, i, nlines) for i in got]
 
     def _span(self, view: TextView, a: int, b: int, ls: int, le: int, nlines: int):
         spec = self.spec
@@ -869,19 +871,21 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
             if matched[k]:
                 continue
             body = bodies[k]
-            if gate is not None:
-                g = gated_out[k]
-                if g == 0:
-                    g = gated_out[k] = 1 if _search_line(gate, body, budget) is None else 2
-                if g == 1:
-                    continue
-            searches += 1
-            if searches & 255 == 255 and time.process_time() - t0 > budget:
-                raise RuleTimeout(rule_id)
-            if pat is None:  # compiled on first use: most branches never find their literal
-                pat = br[0] = _compile(br[1], flags)
+            short = len(body) <= 4096  # searched directly (a longer line: with the time limit)
             try:
-                m = _search_line(pat, body, budget)
+                if gate is not None:
+                    g = gated_out[k]
+                    if g == 0:
+                        g = gated_out[k] = 1 if (gate.search(body) if short else _search_line(gate, body, budget)) \
+                            is None else 2
+                    if g == 1:
+                        continue
+                searches += 1
+                if searches & 255 == 255 and time.process_time() - t0 > budget:
+                    raise RuleTimeout(rule_id)
+                if pat is None:  # compiled on first use: most branches never find their literal
+                    pat = br[0] = _compile(br[1], flags)
+                m = pat.search(body) if short else _search_line(pat, body, budget)
             except TimeoutError:
                 raise RuleTimeout(rule_id) from None
             if m is not None:
