@@ -34,6 +34,7 @@ import hashlib
 import os
 import re
 from bisect import bisect_right
+from collections import defaultdict
 from itertools import accumulate, compress, repeat
 from operator import add
 from pathlib import Path
@@ -137,6 +138,8 @@ class LiteralScanner:
         self.engine = engine
         self._db = None
         self._ac = None
+        self._empty_hits: dict | None = None  # every key of a hyperscan scan, with no lines (see _scan_hyperscan)
+        self._id_keys: list | None = None  # pattern id -> its cache key
         self._scanned = 0  # characters scanned so far
         if not self._python_until:  # an engine asked for by name is ready at once
             self._prepare()
@@ -259,30 +262,40 @@ class LiteralScanner:
         data, starts, _ = bytes_view(view)
         return data, starts
 
-    def _scan_hyperscan(self, view: TextView) -> list[list[int]]:
+    def _scan_hyperscan(self, view: TextView) -> list[int]:
         """Per literal, then per approximate pattern, the lines where it is found. An approximate
         pattern's lines also include every line of a chunk cut short by a dense line; the lines
         with a non-ASCII character, where an approximation promises nothing, are added by its
         reader (``matchers.CompiledRule._lines``: a text with thousands of them would otherwise
-        make every rule's candidates thousands of lines long)."""
+        make every rule's candidates thousands of lines long).
+
+        Only the patterns found get a list of their own: a short text holds few of the hundreds
+        of literals, and every other key is cached with one shared empty tuple (one dict update)."""
         data, starts, _ = bytes_view(view)
         nkeys = len(self._bytes_keys)
-        out: list[list[int]] = [[] for _ in range(nkeys + len(self.approx))]
-        state, on_match = _line_matches(starts, out)
+        napprox = len(self.approx)
+        out: defaultdict[int, list[int]] = defaultdict(list)  # pattern id -> its lines (the ones found)
+        state, on_match = _line_matches(starts, out, size=nkeys + napprox)
         recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
-        _in_order(out)
+        _in_order_found(out)
         if recheck:
             self._recheck_dense(view, recheck, out)
-        if self.approx and recheck:
-            extra = set(recheck)
-            out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
+            if napprox:
+                extra = set(recheck)
+                for j in range(nkeys, nkeys + napprox):
+                    out[j] = sorted(extra.union(out.get(j, ())))
         hits = view._hits
-        hits.update(zip(self._key_order, out))
-        if self.approx:
-            hits.update(zip(self._approx_keys, out[nkeys:]))
+        empty = self._empty_hits
+        if empty is None:
+            empty = self._empty_hits = dict.fromkeys([*self._key_order, *self._approx_keys], ())
+        hits.update(empty)
+        names = self._id_keys
+        if names is None:
+            names = self._id_keys = [*self._key_order, *self._approx_keys]
+        hits.update({names[i]: lines for i, lines in out.items() if lines})
         if self._non_ascii_only:
             hits[approx_key("")] = []
-        return list(compress(range(nkeys), out))  # the literals found (a list is true when not empty)
+        return sorted(i for i, lines in out.items() if i < nkeys and lines)  # the literals found
 
     def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
         data, starts = self._bytes_view(view)
@@ -352,6 +365,13 @@ class LiteralScanner:
                 out[k] = sorted(found.union(add_lines))
 
 
+def _in_order_found(out: dict[int, list[int]]) -> None:
+    """:func:`_in_order` of the lists of a sparse scan (pattern id -> lines)."""
+    for i, lines in out.items():
+        if len(lines) > 1 and not all(map(int.__lt__, lines, lines[1:])):
+            out[i] = sorted(set(lines))
+
+
 def _in_order(out: list[list[int]]) -> None:
     """Sort, in place, the line lists a scan filled out of order (matches may come so), without
     duplicates; only the lists with two lines or more are looked at."""
@@ -407,13 +427,14 @@ CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-rea
 
 
 
-def _line_matches(starts: list[int], out: list[list[int]], most: float = float("inf"),
-                  stop: list[bool] | None = None):
+def _line_matches(starts: list[int], out, most: float = float("inf"),
+                  stop: list[bool] | None = None, size: int | None = None):
     """The scan state and the match handler of :func:`scan_chunked` that record, per pattern id,
-    the lines it matches in ``out`` (matches may come out of order; a line is recorded once per
-    run). A line with more than ``LINE_CAP`` matches stops the chunk (dense line); a pattern on more
-    than ``most`` lines sets ``stop[0]`` and stops the scan."""
-    last = [-1] * len(out)  # line last recorded, per pattern
+    the lines it matches in ``out`` (a list of lists, or with ``size`` the number of pattern ids a
+    ``defaultdict(list)``; matches may come out of order; a line is recorded once per run). A line
+    with more than ``LINE_CAP`` matches stops the chunk (dense line); a pattern on more than
+    ``most`` lines sets ``stop[0]`` and stops the scan."""
+    last = [-1] * (len(out) if size is None else size)  # line last recorded, per pattern
     nstarts = len(starts)
     big = 1 << 62
     # base offset of the current scan, first and last offset of the current line, its number,
