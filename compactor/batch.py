@@ -101,7 +101,7 @@ class BatchConfig(BaseModel):
         except ValueError as exc:  # pydantic's ValidationError, or the config's own check: both name the field
             err = exc.errors()[0]  # type: ignore[attr-defined]
             name = ".".join(str(x) for x in err["loc"])
-            raise ConfigError(f"invalid option {name}: {err['msg']}") from None
+            raise ConfigError(f"invalid option {name}: {err['msg']}", option=name, reason=err["msg"]) from None
 
     def fingerprint(self) -> str:
         """What decides the output bytes: compactor version, options (not the store location)

@@ -422,6 +422,15 @@ def _compactor(args, **options):
 # ---------------------------------------------------------------------------- commands
 
 
+def _read_warnings(doc, args) -> None:
+    """What reading changed or guessed, on stderr (bytes replaced, JSON read as text): the output
+    alone would not say. A layout forced by ``--format`` is not a guess."""
+    for d in doc.diagnostics:
+        if d.severity == "info" or (d.code == "json-read-as-text" and args.format != "auto"):
+            continue
+        sys.stderr.write(f"compactor: warning: {d.message}\n")
+
+
 def cmd_compact(args) -> int:
     from . import load_document, render, render_to, stream_compact
 
@@ -436,9 +445,7 @@ def cmd_compact(args) -> int:
     doc = load_document(Path(args.input), format=args.format, max_json_depth=comp.config.max_json_depth)
     doc.disposable = True  # read here and used once: written in place, not copied
     _resume_gc()
-    for d in doc.diagnostics:
-        if d.code == "json-read-as-text" and args.format == "auto":
-            sys.stderr.write(f"compactor: warning: {d.message}\n")
+    _read_warnings(doc, args)
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     if args.emit not in ("json", "messages"):
         text = render(result, args.emit, lang=comp.config.lang)  # errors (no anchor) before the output opens
@@ -548,6 +555,7 @@ def cmd_scan(args) -> int:
     from . import Compactor, load_document
 
     doc = load_document(args.input if args.input != "-" else sys.stdin.buffer.read(), format=args.format)
+    _read_warnings(doc, args)
     comp = Compactor(rules=tuple(args.rules))
     out = sys.stdout
     for seg in doc.segments:
@@ -701,7 +709,7 @@ def _resume_gc() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import CompactorError
+    from . import CompactorError, ConfigError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # runs on every tool call of an agent: no parser build, no eager imports
@@ -710,6 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         _resume_gc()
         return hook_main(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
+    args = None
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
@@ -729,7 +738,11 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        _err(f"compactor: {exc.one_line()}")
+        line = exc.one_line()
+        if isinstance(exc, ConfigError) and exc.option and args is not None and getattr(args, exc.option, None) is not None:
+            # a value given by a flag: name the flag, as argparse does for the values it checks
+            line = f"argument {config_flag(exc.option)}: {exc.reason} (see 'compactor {args.command} --help')"
+        _err(f"compactor: {line}")
         return exc.exit_code
     except BrokenPipeError:
         _silence_stdout()

@@ -56,6 +56,6 @@ def make_config(config: CompactorConfig | None = None, **options) -> CompactorCo
             return type(config)(**{**config.model_dump(), **options})
         return config
     except RecordError as exc:
-        raise ConfigError(f"invalid option {exc.field}: {exc.msg}") from None
+        raise ConfigError(f"invalid option {exc.field}: {exc.msg}", option=exc.field, reason=exc.msg) from None
     except TypeError as exc:  # an unknown option
         raise ConfigError(f"invalid option: {exc}") from None

@@ -56,9 +56,16 @@ class LimitError(InputError):
 
 
 class ConfigError(CompactorError):
-    """An option or configuration value is invalid."""
+    """An option or configuration value is invalid. ``option``: the option's name when one value
+    is at fault (the command line names its flag), and ``reason``: what is wrong with it."""
 
     exit_code = 2
+
+    def __init__(self, message: str, *, option: str | None = None, reason: str | None = None,
+                 source: str | None = None, position: str | None = None):
+        self.option = option
+        self.reason = reason
+        super().__init__(message, source=source, position=position)
 
 
 class RuleError(CompactorError):

@@ -89,6 +89,19 @@ def test_invalid_utf8_is_replaced_with_a_diagnostic(tmp_path, capsys):
     d = json.loads(out)
     assert any(x["code"] == "invalid-utf8" and "byte 25" in x["message"] for x in d["report"]["diagnostics"])
     assert "error: bad byte \ufffd\ufffd here" in d["messages"]
+    # the output alone does not show that bytes were replaced: stderr names the file and the byte
+    assert err.strip() == f"compactor: warning: {p}:byte 25: invalid UTF-8; undecodable bytes were replaced with U+FFFD"
+
+
+def test_invalid_utf8_in_a_trajectory_is_reported_on_stderr(tmp_path, capsys):
+    p = tmp_path / "t.json"
+    p.write_bytes(b'[{"role": "user", "content": "a\xff\xfe"}]')
+    rc, out, err = run(["compact", str(p), "--emit", "messages"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)[0]["content"] == "a\ufffd\ufffd"
+    assert f"{p}:byte 31: invalid UTF-8" in err and "Traceback" not in err
+    rc, out, err = run(["scan", str(p)], capsys)
+    assert rc == 0 and f"{p}:byte 31: invalid UTF-8" in err
 
 
 def test_deep_json_is_rejected_cleanly(tmp_path, capsys):
@@ -251,3 +264,25 @@ def test_a_failed_run_leaves_the_old_output_file_whole(tmp_path, capsys, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ci.log", "out.txt"]
     rc, out, err = run(["trim", str(log), "-o", str(tmp_path / "missing" / "x.txt")], capsys)
     assert rc == 2 and err.count("\n") == 1 and "missing/x.txt: cannot write output" in err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["compact", "--keep-recent", "-1"], "--keep-recent"),
+    (["compact", "--budget", "0"], "--budget"),
+    (["compact", "--anchor-max-tokens", "-3"], "--anchor-max-tokens"),
+])
+def test_an_out_of_range_flag_value_names_the_flag(tmp_path, capsys, argv, flag):
+    p = tmp_path / "t.json"
+    p.write_text('[{"role": "user", "content": "hi"}]')
+    rc, out, err = run([*argv, str(p)], capsys)
+    assert rc == 2 and out == ""
+    assert err.strip().startswith(f"compactor: argument {flag}: Input should be greater than or equal to")
+    assert err.strip().endswith("(see 'compactor compact --help')") and err.count("\n") == 1
+
+
+def test_the_library_names_the_option_not_a_flag():
+    from compactor import Compactor, ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        Compactor(keep_recent=-1)
+    assert info.value.option == "keep_recent" and "invalid option keep_recent" in str(info.value)

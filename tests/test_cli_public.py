@@ -105,7 +105,7 @@ def test_every_setting_is_described():
 def test_a_bad_setting_value_is_one_line_exit_2(capsys):
     rc = cli.main(["compact", "in.json", "--context-lines", "99"])
     err = capsys.readouterr().err
-    assert rc == 2 and err.count("\n") == 1 and "context_lines" in err
+    assert rc == 2 and err.count("\n") == 1 and "argument --context-lines: " in err  # the flag the user typed
     rc = cli.main(["compact", "in.json", "--level", "7"])
     err = capsys.readouterr().err
     assert rc == 2 and "invalid choice" in err and err.count("\n") == 1

@@ -3,10 +3,10 @@ anchor extraction here: that is compactor.anchor)."""
 
 from __future__ import annotations
 
-import hashlib
 
 import regex
 
+from ..anchor._text import item_id, shorten
 from ..models import Anchor, Role, Segment, SegmentKind
 from ..normalize import normalize
 from ..syntax import is_summary_text
@@ -15,33 +15,13 @@ from ..lazyre import lazy_regex
 __all__ = ["bf_id", "content_words", "is_request", "last_assistant", "newest_request", "present", "present_squashed", "shorten", "squash",
            "word_set"]
 
-_WS = lazy_regex(r"\s+")
-
-
 def squash(text: str) -> str:
     return " ".join(normalize(text).split())
 
 
-def shorten(text: str, limit: int) -> str:
-    t = _WS.sub(" ", text).strip()
-    if len(t) <= limit:
-        return t
-    cut = t[: limit - 1]
-    sp = cut.rfind(" ")
-    if sp > limit * 0.6:
-        cut = cut[:sp]
-    return cut.rstrip(" ,;:") + "…"
-
-
 def bf_id(prefix: str, *parts: str) -> str:
-    """A stable id for a back-filled item (same shape as the anchor's ids)."""
-    try:
-        from ..anchor._text import item_id  # the anchor's own id scheme when available
-
-        return item_id(prefix, *parts)
-    except Exception:  # pragma: no cover - anchor package absent
-        h = hashlib.sha256("\x1f".join(parts).encode("utf-8", errors="surrogatepass")).hexdigest()
-        return f"{prefix}-{h[:16]}"
+    """A stable id for a back-filled item (the anchor's own id scheme)."""
+    return item_id(prefix, *parts)
 
 
 def is_request(seg: Segment) -> bool:

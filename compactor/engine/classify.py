@@ -30,8 +30,10 @@ __all__ = ["Classification", "Classifier", "classify_example", "render_summary"]
 
 HEAD_LINES = 400  # content regexes look at the head and tail of an output only
 TAIL_LINES = 100
-CAPTURE_BUDGET = 0.05  # CPU seconds per capture call (whole output), plus CAPTURE_PER_MB per MiB of output
-CAPTURE_PER_MB = 0.05
+# CPU seconds per capture call (whole output), plus CAPTURE_PER_MB per MiB of output: a safety net
+# only, as the detection rules' budget (matchers.BASE_BUDGET): it must not fire on linear work
+CAPTURE_BUDGET = 0.25
+CAPTURE_PER_MB = 2.0
 _CI_PREFIX_LINE = lazy_regex(r"^" + CI_PREFIX.pattern, regex.MULTILINE)
 
 

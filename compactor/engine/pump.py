@@ -12,7 +12,7 @@ from .schema import Rule
 __all__ = ["PUMP_BYTES", "PUMP_LIMIT_S_PER_MB", "adversarial_inputs", "pump_rule"]
 
 PUMP_BYTES = 128 * 1024
-PUMP_LIMIT_S_PER_MB = 2.0  # CPU seconds per MiB of adversarial input
+PUMP_LIMIT_S_PER_MB = 2.0  # CPU seconds per MiB of adversarial input (the engines' budget, matchers.PER_MB, is the same)
 _EVIL = ["a", " ", "\t", "0", "/", "(", "[", "=", ":", "x.", "a ", "ab", "-", "\\", "'", '"', "at ", "#", "%"]
 
 

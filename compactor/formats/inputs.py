@@ -69,7 +69,7 @@ def decode_bytes(data: bytes, source: str = "<input>") -> RawInput:
         diag = Diagnostic(
             code="invalid-utf8",
             severity=Severity.warning,
-            message=f"invalid UTF-8 at byte {exc.start}; undecodable bytes were replaced with U+FFFD",
+            message=f"{source}:byte {exc.start}: invalid UTF-8; undecodable bytes were replaced with U+FFFD",
             position=f"byte {exc.start}",
         )
         return RawInput(text, source, (diag,))
