@@ -264,12 +264,8 @@ def _plan_of(state, config: CompactorConfig) -> Plan:
 
 
 def _still_chat(records: list[Any], start: int) -> bool:
-    """Do the messages appended since ``start`` still read as OpenAI chat messages?"""
-    from .formats.base import Probe, RawInput
-    from .formats.openai_chat import OpenAIChatFormat
+    """Do the messages appended since ``start`` still read as OpenAI chat messages (what the
+    layout's sniffer asks of each message)?"""
+    from .formats.openai_chat import not_chat
 
-    new = records[start:]
-    if not new:
-        return True
-    ok, _ = OpenAIChatFormat().sniff(Probe(RawInput("[...]", "<session>"), json_value=new, is_json=True))
-    return ok
+    return start >= len(records) or not_chat(records[start:]) is None
