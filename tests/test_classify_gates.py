@@ -1,6 +1,7 @@
 """Classifier patterns are searched only where one of their necessary literals occurs.
 
-A classify rule's content and capture patterns run over a whole tool output; most outputs lack
+A classify rule's command patterns run over the call's command line (kilobytes with a
+here-document), its content and capture patterns over a whole tool output; most texts lack
 the literals a pattern needs (``[File: ``, `` lines total)]``, ``Here's the result of running``),
 and a text without them cannot match. The property checked here: a gate never refuses a text the
 pattern matches (on every tool output and log of the corpus, the rules' own examples and
@@ -25,6 +26,8 @@ RULES = load_rules().stage("classify")
 def _patterns() -> list[tuple[str, str, int]]:
     out = []
     for r in RULES:
+        for p in r.classify.commands:
+            out.append((r.id, p, 0))
         for p in r.classify.content:
             out.append((r.id, p, regex.MULTILINE))
         for c in r.classify.captures:
@@ -83,6 +86,9 @@ def test_gates_exist_where_they_pay():
     assert required_cached(r"(?|(a)|(b))x", 0) is None  # branch reset: the standard parser refuses it
     # a case-insensitive literal outside ASCII could match ASCII text: no gate
     assert gate_of("(?i)\u212aelvin", 0) is None
+    # the command patterns are gated too: a grep rule is not searched over a line without 'grep'
+    grep = next(r for r in RULES if r.id == "grep.search")
+    assert ("grep.search", grep.classify.commands[0]) in ids
 
 
 def test_may_match():
@@ -104,16 +110,20 @@ def _check_text(text: str) -> None:
 
 
 def test_gates_never_refuse_a_match_on_the_examples():
-    for text, _command in _examples():
+    for text, command in _examples():
         _check_text(text)
+        if command:
+            _check_text(command)
 
 
 def test_gates_never_refuse_a_match_on_the_corpus(corpus):
     outputs = _corpus_outputs(corpus)
     assert len(outputs) > 100
     matched = 0
-    for text, _c, _e in outputs:
+    for text, command, _e in outputs:
         _check_text(text)
+        if command:
+            _check_text(command[:4096])
         lines = text.split("\n")
         if len(lines) > HEAD_LINES + TAIL_LINES:  # the window content patterns see
             _check_text("\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:]))
@@ -127,6 +137,7 @@ def test_classification_unchanged_on_the_corpus(corpus):
     gated = Classifier(RULES)
     plain = Classifier(RULES)
     for c in plain.compiled:  # every pattern searched, as before the gates
+        c.__dict__["commands"] = [(pat, None) for pat, _g in c.commands]
         c.__dict__["content"] = [(pat, None) for pat, _g in c.content]
         c.__dict__["captures"] = [(spec, pat, None) for spec, pat, _g in c.captures]
     outputs = _corpus_outputs(corpus)

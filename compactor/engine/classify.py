@@ -83,8 +83,10 @@ class _CompiledClassifier:
     # patterns are compiled on first use: a process that never sees a tool output long enough for a
     # rule (or never sees the command a rule names) does not pay for compiling it
     @cached_property
-    def commands(self) -> list[regex.Pattern]:
-        return [_compile(p, 0) for p in self.spec.commands]
+    def commands(self) -> list[tuple[regex.Pattern, Any]]:
+        """Each command pattern with its gate (see ``content``): a shell line with a here-document
+        runs to kilobytes, and most rules name a program it does not mention."""
+        return [(_compile(p, 0), gate_of(p, 0)) for p in self.spec.commands]
 
     @cached_property
     def content(self) -> list[tuple[regex.Pattern, Any]]:
@@ -102,7 +104,11 @@ class _CompiledClassifier:
         return out
 
     def matches(self, text: str, lines: list[str], command: str | None) -> bool:
-        by_cmd = bool(command) and bool(self.spec.commands) and any(p.search(command[:4096]) for p in self.commands)
+        by_cmd = False
+        if command and self.spec.commands:
+            line = command[:4096]
+            low: list[str] = []
+            by_cmd = any(p.search(line) for p, gate in self.commands if may_match(gate, line, low))
         if by_cmd and not self.spec.content_required:
             return True
         if not self.spec.content:
