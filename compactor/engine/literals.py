@@ -513,11 +513,19 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]], approx
     # hyperscan's own prefilter mode may widen an approximation further (it reports every end
     # offset the expression has, and maybe more): a third of the scan time on the real CI logs
     flags += [hyperscan.HS_FLAG_PREFILTER] * len(approx)
+    return _stored_db("literals", exprs, flags)
+
+
+def _stored_db(name: str, exprs: list[bytes], flags: list[int]):
+    """A block-mode database of ``exprs`` (ids in order, with ``flags``), kept on disk by their
+    hash (``<cache>/<name>-<hash>.hsdb``, safe to delete) and compiled only when absent."""
+    import hyperscan
+
     h = hashlib.sha256()
     h.update(str(getattr(hyperscan, "__version__", "?")).encode())
     for e, f in zip(exprs, flags):
         h.update(e + b"\x00" + str(f).encode() + b"\x01")
-    path = _cache_dir() / f"literals-{h.hexdigest()[:32]}.hsdb"
+    path = _cache_dir() / f"{name}-{h.hexdigest()[:32]}.hsdb"
     try:
         blob = path.read_bytes()
         db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
@@ -558,12 +566,14 @@ def gate_fits_hyperscan(pattern: str, ignore_case: bool) -> bool:
 
 
 def _hyperscan_gate_db(gates: list[tuple[str, bool]]):
+    """The gates' database, kept on disk like the literals' (compiling it took about 10 ms, in
+    the middle of a session's turn)."""
     import hyperscan
 
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=[g.encode("ascii") for g, _ in gates], ids=list(range(len(gates))), elements=len(gates),
-               flags=[hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in gates])
-    db.scratch = hyperscan.Scratch(db)
+    db = _stored_db("gates", [g.encode("ascii") for g, _ in gates],
+                    [hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in gates])
+    if getattr(db, "scratch", None) is None:
+        db.scratch = hyperscan.Scratch(db)
     return db
 
 
