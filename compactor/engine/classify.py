@@ -130,16 +130,25 @@ class _CompiledClassifier:
         lowered: list[str] = []
         found: dict[tuple, list] = {}  # the matches of one pattern (several captures may share it)
         for spec, pat, gate in self.captures:
-            ms = found.get((pat.pattern, pat.flags))
+            key: tuple | None = (pat.pattern, pat.flags)
+            ms = found.get(key)
             if ms is None:
                 if not may_match(gate, text, lowered):
                     ms = []
+                elif spec.agg == "first":  # only the first match is read: the others are not looked for
+                    try:
+                        m = pat.search(text, timeout=budget)
+                    except TimeoutError:
+                        m = None
+                    ms = [] if m is None else [m]
+                    key = None  # (not every match: not kept for another capture of the pattern)
                 else:
                     try:
                         ms = list(pat.finditer(text, timeout=budget))
                     except TimeoutError:
                         ms = []
-                found[(pat.pattern, pat.flags)] = ms
+                if key is not None:
+                    found[key] = ms
             vals = [m.group(1) if (m.re.groups and m.group(1) is not None) else m.group(0) for m in ms]
             if spec.agg == "count":
                 out[spec.name] = str(len(ms))
