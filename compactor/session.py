@@ -67,6 +67,11 @@ class Session:
         warm = getattr(self.compactor.counter, "warm", None)
         if warm is not None:
             warm()
+        # likewise detection's literal scanners: their engine is loaded now, so the first turns'
+        # texts are not scanned the slower way a short process uses (the same lines either way)
+        prepare = getattr(self.compactor.detector, "prepare", None)
+        if prepare is not None:
+            prepare()
         self.format = format
         self.conversation = Conversation(self.compactor)
         self._records: list[Any] = []

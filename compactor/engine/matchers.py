@@ -1058,6 +1058,13 @@ def _plan(rules: list[CompiledRule], role: str | None, engine: str | None) -> tu
     return got
 
 
+def prepare_engines(rules: list[CompiledRule], roles: Iterable[str | None]) -> None:
+    """Make the literal scanners of ``rules`` for each of ``roles`` use their engine from the next
+    text on (see ``LiteralScanner.prepare_now``)."""
+    for role in roles:
+        _plan(rules, role, None)[2].prepare_now()
+
+
 def find_all(view: TextView, rules: list[CompiledRule], *, role: str | None = None,
              engine: str | None = None) -> tuple[list[tuple], list[str]]:
     """Run rules over a view: ``([(rule, start, end, line_start, line_end, elidable), ...],
