@@ -138,6 +138,29 @@ def test_only_non_ascii_case_insensitive_literals(engine):
     assert view._hits[literal_key("Ошибка", True)] == [1] and view._hits[literal_key("Ärger", True)] == [2]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_non_ascii_lines_and_question_marks_read_exactly(engine):
+    # the engines read one byte per character, a character outside Latin-1 as '?': a literal's '?'
+    # is not faked there, non-ASCII literals are found on the non-ASCII lines, and Latin-1
+    # letters stay what they are
+    lits = [("what?", False), ("why?", True), ("●", False), ("✕", True), ("é:", False), ("caf", False)]
+    lines = ["what\u2019s up", "what? real", "WHY\u2019", "\u25cf passed", "x \u2715 y", "café: x", "plain",
+             "\u2019 what? again", "● and ✕"]
+    text = "\n".join(lines * 40)
+    sc = LiteralScanner(lits, engine)
+    sc._python_until = 0
+    sc._prepare()
+    view = TextView(text)
+    sc.scan(view)
+    got = {k: view._hits[literal_key(*k)] for k in lits}
+    ref_view = TextView(text)
+    assert got == {k: ref_view.lines_with(*k) for k in lits}
+    nine = range(0, 360, 9)
+    assert got[("what?", False)] == sorted([i + 1 for i in nine] + [i + 7 for i in nine])
+    assert got[("●", False)] == sorted([i + 3 for i in nine] + [i + 8 for i in nine])
+    assert got[("é:", False)] == [i + 5 for i in nine] and got[("caf", False)] == [i + 5 for i in nine]
+
+
 def test_spans_built_at_the_edge_equal_validated_ones():
     from compactor.models import Span
 
@@ -242,10 +265,14 @@ def test_gates_hyperscan_reads_differently_are_not_scanned():
 def test_bytes_view_offsets_and_wide_lines():
     lines = ["ascii", "é ok", "", "中文 x", *["plain"] * 200, "İ", "end"]
     text = "\n".join(lines)
-    data, starts, wide = bytes_view(TextView(text))
-    assert data == text.encode()
-    assert starts == [len("\n".join(lines[:i]).encode()) + (1 if i else 0) for i in range(len(lines))]
+    view = TextView(text)
+    data, starts, wide = bytes_view(view)
+    # one byte per character: the text's own offsets; characters outside Latin-1 read as '?'
+    assert data == text.encode("latin-1", "replace") and len(data) == len(text)
+    assert starts == view.starts == [len("\n".join(lines[:i])) + (1 if i else 0) for i in range(len(lines))]
+    assert data[starts[3]:starts[3] + 4] == b"?? x" and data[starts[1]:starts[1] + 4] == b"\xe9 ok"
     assert wide == [1, 3, len(lines) - 2]
+    assert bytes_view(TextView("plain\nascii")) == (b"plain\nascii", [0, 6], [])
 
 
 def test_a_gate_on_most_lines_falls_back_to_the_whole_text():

@@ -146,7 +146,8 @@ def test_gate_holds_on_the_corpus(corpus):
 
 
 _kv = st.tuples(st.sampled_from(["error ", "Exception: ", "failed ", "timed out ", "", "refused "]),
-                st.sampled_from(["pool_size", "--workers", "'timeout'", "maxRetries", "limit", "a.b-c", "x"]),
+                st.sampled_from(["pool_size", "--workers", "'timeout'", "maxRetries", "limit", "a.b-c", "x", "Size",
+                                 "max_open", "maxconns", "RETRIES", "\"limits\"", "fooBar", "x.y_z", "Tests run"]),
                 st.sampled_from(["=", " = ", ": ", ":", " ", "==", "=\"", "= '", "=-", "\t"]),
                 st.sampled_from(["20", "-3", "1.5", "2e3", "x", "", "30s", "512Mi"]),
                 st.text(alphabet="ab :=-_'\"019", max_size=6)).map("".join)
@@ -157,3 +158,17 @@ def test_gate_holds_on_generated_lines(line):
     for cr in GATED:
         assert _gate_misses(cr, [line]) == [], cr.id
 
+
+
+_exc = st.tuples(st.sampled_from(["", "  ", "\t", "[ERROR] ", "at ", "(", "Caused by: ", "msg (", "Uncaught ", "x "]),
+                 st.sampled_from(["java.lang.IllegalState", "Pool", "app.pool.Pool", "x", "Type", "Pool::", "$a.B", ""]),
+                 st.sampled_from(["Error", "Exception", "Exhausted", "Timeout", "Failure", "Fault", "Failed", "Denied",
+                                  "Refused", "Invalid", "Interrupt", "Exit", "Aborted", "Errors", "error", "exception"]),
+                 st.sampled_from([":", ": msg", "", " ", ")", ").", ".x", " after 0:00:30", "  ", ": ", "\tx"]),
+                 st.text(alphabet="aE :()._$\t", max_size=5)).map("".join)
+
+
+@given(st.lists(_exc, min_size=1, max_size=3).map(" ".join))
+def test_gate_holds_on_generated_exception_lines(line):
+    for cr in GATED:
+        assert _gate_misses(cr, [line]) == [], cr.id

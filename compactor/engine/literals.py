@@ -16,6 +16,11 @@ All three give identical results (a property test compares them): for each liter
 letters in either case (non-ASCII text never matches an ASCII letter of a literal); literals with
 non-ASCII letters that have case are matched lowered against the lowered text.
 
+The multi-literal engines read the text one byte per character (``bytes_view``: Latin-1, other
+characters as '?'), so their offsets are the text's own and no byte offsets are worked out; they
+look for the ASCII literals only. The other literals can only be on the few lines with a non-ASCII
+character and are looked up there with ``str.find``.
+
 With hyperscan, the same pass also runs the rules' approximate patterns (``approx``): per
 approximation, the lines where its rule's pattern may match (``approx_key``); the exact pattern
 then runs only on the lines both tiers found. The other engines have no such tier; the rules then
@@ -36,7 +41,7 @@ import re
 from bisect import bisect_right
 from collections import defaultdict
 from itertools import accumulate, compress, repeat
-from operator import add
+from operator import add, not_
 from pathlib import Path
 from typing import Any, Callable, Protocol
 from ..lazyre import lazy_re
@@ -55,7 +60,7 @@ class TextView(Protocol):
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
 __all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "approx_key", "available_engines", "gate_fits_hyperscan", "gate_key",
-           "literal_key", "scan_chunked"]
+           "lines_holding", "literal_key", "scan_lines"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
 ENGINES = ("hyperscan", "ahocorasick", "python")
@@ -109,15 +114,22 @@ class LiteralScanner:
         # whole-text rules' gates that hyperscan runs exactly like ``regex`` on ASCII lines
         self.gates = sorted({g for g in gates if gate_fits_hyperscan(*g)})
         self._gate_db = None
-        # byte-level groups: (key, needle bytes, caseless ASCII?)
+        # byte-level groups, the ASCII literals: (key, needle bytes, caseless?); the bytes a
+        # multi-literal engine reads hold one byte per character (``bytes_view``)
         self._bytes_keys: list[tuple[tuple[str, bool], bytes, bool]] = []
         self._lowered: list[tuple[str, bool]] = []  # non-ASCII literals with case: str.find on view.lower
+        self._wide_keys: list[tuple[str, bool]] = []  # other non-ASCII literals: on the non-ASCII lines
         for key in keys:
             lit, ci = key
-            if ci and not lit.isascii() and not (lit.lower() == lit == lit.upper()):
+            if lit.isascii():
+                self._bytes_keys.append((key, lit.encode("ascii"), ci))
+            elif ci and not (lit.lower() == lit == lit.upper()):
                 self._lowered.append(key)
             else:
-                self._bytes_keys.append((key, lit.encode("utf-8", "surrogatepass"), ci and lit.isascii()))
+                self._wide_keys.append(key)
+        # case-sensitive literals with a '?', which a character replaced in the bytes may fake
+        self._question = [(k, key[0]) for k, (key, needle, ci) in enumerate(self._bytes_keys)
+                          if not ci and b"?" in needle]
         self._key_order = [key for key, _, _ in self._bytes_keys]  # the cache keys, in pattern id order
         self._gate_keys = [gate_key(*g) for g in self.gates]
         engines = available_engines()
@@ -133,7 +145,7 @@ class LiteralScanner:
             raise ValueError(f"unknown literal engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if engine not in engines:
             raise ValueError(f"literal engine {engine!r} is not installed")
-        if not self._bytes_keys:  # nothing for a multi-literal engine (e.g. only non-ASCII case-insensitive literals)
+        if not self._bytes_keys:  # nothing for a multi-literal engine (e.g. only non-ASCII literals)
             engine = "python"
         self.engine = engine
         self._db = None
@@ -204,6 +216,8 @@ class LiteralScanner:
         for lit, ci in self._lowered:
             if view.lines_with(lit, ci):
                 found.append((lit, ci))
+        if self._wide_keys:
+            found += self._scan_wide(view)
         if self.engine == "hyperscan" and self.gates:
             got = self._scan_gates(view)
             if got is not None:  # None: a gate is on most lines, its rule runs over the whole text
@@ -248,16 +262,14 @@ class LiteralScanner:
         plus the lines of a chunk cut short by a dense line (a superset is all a gate promises).
 
         None when a gate holds on more than ``GATE_SHARE`` of the lines (a 100,000-frame trace of
-        ``File.java:12`` lines): the scan stops there, and searching those lines one by one would
+        ``File.java:12`` lines): the scan stops after that chunk, and searching those lines one by one would
         cost more than one search of the whole text."""
         if self._gate_db is None:
             self._gate_db = _hyperscan_gate_db(self.gates)
         data, starts = self._bytes_view(view)
         out: list[list[int]] = [[] for _ in self.gates]
-        stop = [False]
-        state, on_match = _line_matches(starts, out, GATE_SHARE * len(starts) + 64, stop)
-        extra = scan_chunked(self._gate_db, data, starts, on_match, state, self._terminated, stop)
-        if stop[0]:
+        extra = scan_lines(self._gate_db, data, starts, out, self._terminated, GATE_SHARE * len(starts) + 64)
+        if extra is None:
             return None
         extra.extend(bytes_view(view)[2])
         if extra:
@@ -269,6 +281,42 @@ class LiteralScanner:
     def _bytes_view(self, view: TextView) -> tuple[bytes, list[int]]:
         data, starts, _ = bytes_view(view)
         return data, starts
+
+    def _scan_wide(self, view: TextView) -> list[tuple[str, bool]]:
+        """The non-ASCII literals (those ``lines_with`` searches in the text as it is): found by
+        ``str.find`` in the lines with a non-ASCII character, the only ones that can hold them."""
+        wide = bytes_view(view)[2]
+        hits = view._hits
+        if not wide:
+            hits.update((key, []) for key in self._wide_keys)
+            return []
+        lines = view.lines
+        sub = [lines[i] for i in wide]
+        joined = "\n".join(sub)
+        jstarts = list(accumulate(map((1).__add__, map(len, sub[:-1])), initial=0))
+        found = []
+        for key in self._wide_keys:
+            lit = key[0]
+            if "\n" in lit:  # across lines: as lines_with finds it
+                got = view.lines_with(*key)
+            else:
+                got = [wide[k] for k in lines_holding(joined, jstarts, lit)] if lit in joined else []
+            hits[key] = got
+            if got:
+                found.append(key)
+        return found
+
+    def _unfake(self, view: TextView, out: list[list[int]]) -> None:
+        """Drop, from the lines of a case-sensitive literal with a '?', the non-ASCII lines where
+        only a replaced character made it ('’' reads as '?' in the bytes)."""
+        wide = bytes_view(view)[2]
+        if not wide:
+            return
+        wset = set(wide)
+        lines = view.lines
+        for k, lit in self._question:
+            if out[k]:
+                out[k] = [i for i in out[k] if i not in wset or lit in lines[i]]
 
     def _scan_hyperscan(self, view: TextView) -> list[int]:
         """Per literal, then per approximate pattern, the lines where it is found. An approximate
@@ -283,15 +331,16 @@ class LiteralScanner:
         nkeys = len(self._bytes_keys)
         napprox = len(self.approx)
         out: defaultdict[int, list[int]] = defaultdict(list)  # pattern id -> its lines (the ones found)
-        state, on_match = _line_matches(starts, out, size=nkeys + napprox)
-        recheck = scan_chunked(self._db, data, starts, on_match, state, self._terminated)
+        recheck = scan_lines(self._db, data, starts, out, self._terminated, size=nkeys + napprox)
         _in_order_found(out)
         if recheck:
             self._recheck_dense(view, recheck, out)
-            if napprox:
-                extra = set(recheck)
-                for j in range(nkeys, nkeys + napprox):
-                    out[j] = sorted(extra.union(out.get(j, ())))
+        if self._question:
+            self._unfake(view, out)
+        if napprox and recheck:
+            extra = set(recheck)
+            for j in range(nkeys, nkeys + napprox):
+                out[j] = sorted(extra.union(out.get(j, ())))
         hits = view._hits
         empty = self._empty_hits
         if empty is None:
@@ -338,6 +387,8 @@ class LiteralScanner:
         _in_order(out)
         if dense:
             self._recheck_dense(view, sorted(set(dense)), out)
+        if self._question:
+            self._unfake(view, out)
         view._hits.update(zip(self._key_order, out))
         return list(compress(range(n), out))
 
@@ -361,10 +412,8 @@ class LiteralScanner:
                 if ln in found:
                     continue
                 line = view.lines[ln]
-                if ci and lit.isascii():
+                if ci:
                     hit = lit in line.lower() if line.isascii() else needle in line.encode("latin-1", "replace").lower()
-                elif ci and lit.lower() != lit.upper():
-                    hit = lit in line.lower()
                 else:
                     hit = lit in line
                 if hit:
@@ -380,6 +429,22 @@ def _in_order_found(out: dict[int, list[int]]) -> None:
             out[i] = sorted(set(lines))
 
 
+def lines_holding(hay, starts: list[int], needle) -> list[int]:
+    """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``; str or bytes)
+    that contain ``needle``, once each, in order."""
+    out: list[int] = []
+    find = hay.find
+    nstarts = len(starts)
+    pos = find(needle)
+    while pos != -1:
+        ln = bisect_right(starts, pos) - 1
+        out.append(ln)
+        if ln + 1 >= nstarts:
+            break
+        pos = find(needle, starts[ln + 1])
+    return out
+
+
 def _in_order(out: list[list[int]]) -> None:
     """Sort, in place, the line lists a scan filled out of order (matches may come so), without
     duplicates; only the lists with two lines or more are looked at."""
@@ -389,15 +454,16 @@ def _in_order(out: list[list[int]]) -> None:
             out[i] = sorted(set(lines))
 
 
-ASCII_RUN = 64  # lines checked together for non-ASCII characters
 GATE_SHARE = 0.25  # a gate on more of the lines than this is not used (its rule searches the whole text)
 
 
 def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
-    """(UTF-8 bytes, byte offset of each line, numbers of the lines with a non-ASCII character),
-    computed once per view. The byte offsets are the character offsets shifted by the extra bytes
-    of the non-ASCII lines before each line; runs of lines are checked with one ``str.isascii``
-    each, so a mostly-ASCII text costs about one pass."""
+    """(the text as bytes, the offset of each line in them, numbers of the lines with a non-ASCII
+    character), computed once per view. One byte per character: the text encoded to Latin-1, every
+    character outside it replaced by '?', so the offsets are the text's own (``view.starts``).
+    ASCII lines are the same bytes as in UTF-8; on the non-ASCII lines a multi-literal engine
+    promises nothing by itself (an approximation or gate takes them all; a non-ASCII literal is
+    looked up there with ``str.find``; a literal's '?' is checked there; see ``LiteralScanner``)."""
     got = view._bytes
     if got is not None:
         return got
@@ -405,28 +471,9 @@ def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
     if text.isascii():
         got = (text.encode("ascii"), view.starts, [])
     else:
-        starts, lines = view.starts, view.lines
-        n = len(lines)
-        wide: list[int] = []
-        for a in range(0, n, ASCII_RUN):
-            b = min(n, a + ASCII_RUN)
-            end = starts[b] if b < n else len(text)
-            if not text[starts[a]:end].isascii():
-                wide.extend(i for i in range(a, b) if not lines[i].isascii())
-        # each line's offset grows by the extra bytes of the wide lines before it: shifted run by run
-        # (the lines between two wide lines share one shift)
-        bstarts = list(starts)
-        delta = 0
-        for k, i in enumerate(wide):
-            delta += len(lines[i].encode("utf-8", "surrogatepass")) - len(lines[i])
-            a, b = i + 1, (wide[k + 1] + 1 if k + 1 < len(wide) else n)
-            if delta and a < b:
-                bstarts[a:b] = map(delta.__add__, starts[a:b])
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (from surrogateescape decoding)
-            data = text.encode("utf-8", "surrogatepass")
-        got = (data, bstarts, wide)
+        lines = view.lines
+        wide = list(compress(range(len(lines)), map(not_, map(str.isascii, lines))))
+        got = (text.encode("latin-1", "replace"), view.starts, wide)
     view._bytes = got
     return got
 
@@ -435,78 +482,69 @@ CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-rea
 
 
 
-def _line_matches(starts: list[int], out, most: float = float("inf"),
-                  stop: list[bool] | None = None, size: int | None = None):
-    """The scan state and the match handler of :func:`scan_chunked` that record, per pattern id,
-    the lines it matches in ``out`` (a list of lists, or with ``size`` the number of pattern ids a
-    ``defaultdict(list)``; matches may come out of order; a line is recorded once per run). A line
-    with more than ``LINE_CAP`` matches stops the chunk (dense line); a pattern on more than
-    ``most`` lines sets ``stop[0]`` and stops the scan."""
+def scan_lines(db, data: bytes, starts: list[int], out, terminated,
+               most: float | None = None, size: int | None = None) -> list[int] | None:
+    """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes,
+    recording in ``out``, per pattern id, the lines it matches (matches may come out of order; a
+    line is recorded once per run of matches on it). Returns the lines to re-check exactly.
+
+    A line with more than ``LINE_CAP`` matches stops the chunk (a dense line); the scan resumes at
+    the next line, and every line of the chunk up to the dense one is returned for an exact
+    re-check (matches are not assumed to arrive in order; dense lines are rare; chunks keep
+    restarts cheap). With ``most``: None as soon as a pattern is on more than that many lines
+    (checked after each chunk). ``out`` is a list of lists, or with ``size`` (the number of
+    pattern ids) a ``defaultdict(list)`` that gets a list only for the patterns found."""
     last = [-1] * (len(out) if size is None else size)  # line last recorded, per pattern
     nstarts = len(starts)
     big = 1 << 62
-    # base offset of the current scan, first and last offset of the current line, its number,
-    # matches on it
-    state = [0, big, -1, -1, 0]
     br = bisect_right
+    # the handler's state in closure cells (cheaper to read than list items; it runs once per
+    # match): the current scan's offset, the first and last offset of the current line, its
+    # number and the matches on it
+    base = 0
+    lo, hi, ln, count = big, -1, -1, 0
 
     def on_match(i: int, _a: int, b: int, _flags: int, _ctx) -> bool | None:
-        e1 = b + state[0] - 1
-        if state[1] <= e1 <= state[2]:
-            state[4] += 1
-            if state[4] > LINE_CAP:
+        nonlocal lo, hi, ln, count
+        e = b + base - 1
+        if lo <= e <= hi:
+            count += 1
+            if count > LINE_CAP:
                 return True  # a dense line: stop, resume at the next line
-            ln = state[3]
         else:
-            ln = br(starts, e1) - 1
-            state[1] = starts[ln]
-            state[2] = starts[ln + 1] - 1 if ln + 1 < nstarts else big
-            state[3] = ln
-            state[4] = 1
+            ln = br(starts, e) - 1
+            lo = starts[ln]
+            hi = starts[ln + 1] - 1 if ln + 1 < nstarts else big
+            count = 1
         if last[i] != ln:
-            lines = out[i]
-            lines.append(ln)
+            out[i].append(ln)
             last[i] = ln
-            if len(lines) > most:
-                stop[0] = True
-                return True
         return None
 
-    return state, on_match
-
-def scan_chunked(db, data: bytes, starts: list[int], on_match, state: list, terminated,
-                 stop: list[bool] | None = None) -> list[int]:
-    """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes.
-
-    ``state[0]`` is set to each scan's base offset and ``state[3]`` is read as the current line
-    when ``on_match`` returns True to stop on a dense line; the scan then resumes at the next line.
-    Matches are not assumed to arrive in order, so every line of the chunk up to the dense one is
-    returned for an exact re-check (dense lines are rare; chunks keep restarts cheap)."""
     recheck: list[int] = []
     n = len(data)
-    nstarts = len(starts)
-    big = 1 << 62
     pos = 0
     while pos < n:
         # the chunk ends at a line start at or after pos + CHUNK (whole lines only)
-        k = bisect_right(starts, pos + CHUNK)
+        k = br(starts, pos + CHUNK)
         end = starts[k] if k < nstarts else n
         while True:
-            state[0], state[1], state[2], state[3], state[4] = pos, big, -1, -1, 0
+            base, lo, hi, ln, count = pos, big, -1, -1, 0
             try:
                 db.scan(data[pos:end], match_event_handler=on_match)
                 pos = end
                 break
-            except terminated:  # a dense line: skip its rest (or, with ``stop[0]`` set, stop)
-                if stop is not None and stop[0]:
-                    return recheck
-            ln = state[3]
-            recheck.extend(range(bisect_right(starts, pos) - 1, ln + 1))
+            except terminated:  # a dense line: skip its rest
+                pass
+            recheck.extend(range(br(starts, pos) - 1, ln + 1))
             if ln + 1 >= nstarts:
-                return recheck
+                pos = n
+                break
             pos = starts[ln + 1]
             if pos >= end:
                 break
+        if most is not None and max(map(len, out)) > most:
+            return None
     return recheck
 
 

@@ -37,7 +37,8 @@ from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
 from .approx import approximate, line_local
-from .literals import LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, literal_key
+from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, lines_holding,
+                       literal_key)
 from .records import FLAG_NAMES
 from ..lazyre import lazy_re, lazy_regex
 
@@ -209,22 +210,6 @@ def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
     return [i for i in cand if i in keep]
 
 
-def _lines_holding(hay, starts: list[int], needle) -> list[int]:
-    """Indexes of the lines (of a text joined with '\\n', line offsets ``starts``) that contain
-    ``needle``, once each, in order."""
-    out: list[int] = []
-    find = hay.find
-    nstarts = len(starts)
-    pos = find(needle)
-    while pos != -1:
-        ln = bisect_right(starts, pos) - 1
-        out.append(ln)
-        if ln + 1 >= nstarts:
-            break
-        pos = find(needle, starts[ln + 1])
-    return out
-
-
 def _line_starts(lines: list) -> list[int]:
     """Offsets of each line's first character (works for str and bytes lines), C-speed."""
     return list(map(add, accumulate(map(len, lines[:-1]), initial=0), range(len(lines))))
@@ -369,9 +354,14 @@ class RegexRule(CompiledRule):
                         gated = None  # on many lines: one search of the whole text is cheaper
             else:
                 gated = None
+            group = spec.group
+            by_line = spec.scope == "line"
+            plain_lines = by_line and not spec.context_before and not spec.context_after
             try:
                 if gated is None:
                     matches = list(self.whole.finditer(view.text, timeout=budget))
+                elif plain_lines and group == 0:
+                    return self._gated_lines(view, gated, budget, t0)
                 else:
                     matches = self._gated_matches(view, gated, budget, t0)
             except TimeoutError:
@@ -379,9 +369,6 @@ class RegexRule(CompiledRule):
             last_line = -1
             starts = view.starts
             nstarts = len(starts)
-            group = spec.group
-            by_line = spec.scope == "line"
-            plain_lines = by_line and not spec.context_before and not spec.context_after
             lines = view.lines
             append = out.append
             if plain_lines and group == 0:  # the common case, one step per match less (a long trace has 100,000)
@@ -464,6 +451,26 @@ class RegexRule(CompiledRule):
                 out.extend(finditer(text, a, b, timeout=budget))
             else:
                 out.extend(finditer(text, a, b))
+        return out
+
+    def _gated_lines(self, view: TextView, lines: list[int], budget: float, t0: float) -> list[tuple]:
+        """The whole lines (no context, group 0) among ``lines`` where the whole-text pattern
+        matches, each searched up to its end (the newline excluded: a gated rule's matches lie
+        within one line). Only whether a line holds a match counts, so one search per line (not
+        every match of it), and the line is known without looking its offset up."""
+        search = self.whole.search
+        text = view.text
+        starts = view.starts
+        all_lines = view.lines
+        out: list[tuple] = []
+        append = out.append
+        for n, i in enumerate(lines):
+            if n & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(self.id)
+            a = starts[i]
+            b = a + len(all_lines[i])
+            if (search(text, a, b) if b - a <= 4096 else search(text, a, b, timeout=budget)) is not None:
+                append((a, b, i, i, False))
         return out
 
     @cached_property
@@ -778,8 +785,11 @@ class LineBlockRule(CompiledRule):
         return out
 
 
-BULK_AFTER = 32  # continuation lines searched one by one before a block is classified in windows
-BULK_WINDOW = 256  # lines in a block's first classified window; each next one doubles, up to
+BULK_AFTER = 16  # continuation lines searched one by one before a block is classified in windows
+# lines in a block's first classified window; each next one doubles, up to BULK_WINDOW_MAX. Small:
+# the lines of a window past the block's end are classified for nothing (the JVM traces of a Maven
+# log run about 70 lines; a first window of 256 lines classified some 200 lines after each)
+BULK_WINDOW = 64
 BULK_WINDOW_MAX = 16_384
 BULK_START_MIN = 64  # candidate lines from which the start pattern is tried a chunk at a time
 BULK_START_CHUNK = 256  # candidates in a chunk after a block start; doubling while none starts, up to
@@ -840,9 +850,9 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
                 got = holding.get((lit, False))
                 if got is None:
                     if lit.isascii():
-                        got = _lines_holding(hay, jstarts, _in(hay, lit))
+                        got = lines_holding(hay, jstarts, _in(hay, lit))
                     else:
-                        got = _lines_holding(joined, jstarts, lit)
+                        got = lines_holding(joined, jstarts, lit)
                     holding[(lit, False)] = got
                 ks.update(got)
             if ci:
@@ -854,7 +864,7 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
                     if lit.isascii():  # a non-ASCII literal is never in a lowered ASCII line
                         got = holding.get((lit, True))
                         if got is None:
-                            got = holding[(lit, True)] = _lines_holding(low, jstarts, _in(low, lit))
+                            got = holding[(lit, True)] = lines_holding(low, jstarts, _in(low, lit))
                         ks.update(got)
                 ks.update(wide)
             orders.append(sorted(ks))
