@@ -153,6 +153,14 @@ class LiteralScanner:
         if not self._python_until:  # an engine asked for by name is ready at once
             self._prepare()
 
+    def prepare_now(self) -> None:
+        """Use the engine from the next text on (load or build its automaton now), instead of
+        after the first ``PYTHON_FIRST_CHARS`` characters: for a caller that knows many texts
+        will follow (a session). The lines found are the same with every engine."""
+        self._python_until = 0
+        if self.engine != "python":
+            self._prepare()
+
     def _prepare(self) -> None:
         try:
             if self.engine == "hyperscan" and self._db is None:
