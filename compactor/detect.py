@@ -105,6 +105,14 @@ class Detector:
         self.rules = [compile_rule(r) for r in rules]
         self.stage = stage
 
+    def prepare(self, roles: tuple[str | None, ...] = ("system", "user", "assistant", "tool")) -> None:
+        """Load the literal scanners' engine for texts of these roles now: the texts that follow
+        are scanned by it from the first one (a short process scans its first texts with
+        ``str.find`` and loads the engine only once they add up; the lines found are the same)."""
+        from .engine.matchers import prepare_engines
+
+        prepare_engines(self.rules, roles)
+
     def detect_view(self, view: TextView, *, role: str | None = None, segment_id: str | None = None,
                     step_id: str | None = None) -> DetectResult:
         found, timeouts = find_all(view, self.rules, role=role)

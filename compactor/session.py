@@ -67,6 +67,11 @@ class Session:
         warm = getattr(self.compactor.counter, "warm", None)
         if warm is not None:
             warm()
+        # likewise detection's literal scanners: their engine is loaded now, so the first turns'
+        # texts are not scanned the slower way a short process uses (the same lines either way)
+        prepare = getattr(self.compactor.detector, "prepare", None)
+        if prepare is not None:
+            prepare()
         self.format = format
         self.conversation = Conversation(self.compactor)
         self._records: list[Any] = []
@@ -264,12 +269,8 @@ def _plan_of(state, config: CompactorConfig) -> Plan:
 
 
 def _still_chat(records: list[Any], start: int) -> bool:
-    """Do the messages appended since ``start`` still read as OpenAI chat messages?"""
-    from .formats.base import Probe, RawInput
-    from .formats.openai_chat import OpenAIChatFormat
+    """Do the messages appended since ``start`` still read as OpenAI chat messages (what the
+    layout's sniffer asks of each message)?"""
+    from .formats.openai_chat import not_chat
 
-    new = records[start:]
-    if not new:
-        return True
-    ok, _ = OpenAIChatFormat().sniff(Probe(RawInput("[...]", "<session>"), json_value=new, is_json=True))
-    return ok
+    return start >= len(records) or not_chat(records[start:]) is None

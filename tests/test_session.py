@@ -310,3 +310,20 @@ def test_a_compactor_keeps_no_anchor_working_state_between_calls(django):
     assert session.conversation._policy_anchor_cache[4] is not None  # the session's own, continued next turn
     session.append(django[10:14])
     assert _same(session.compact(), Compactor().compact(django[:14]))
+
+
+def test_session_loads_the_literal_engine_at_once():
+    # a session scans its first texts with the literal engine (hyperscan or Aho-Corasick when
+    # installed), not with str.find until 64 K characters have gone by: the same lines, less work
+    from compactor.engine.matchers import _plan
+
+    session = Session()
+    for role in ("system", "user", "assistant", "tool"):
+        scanner = _plan(session.compactor.detector.rules, role, None)[2]
+        assert scanner._python_until == 0
+        if scanner.engine == "hyperscan":
+            assert scanner._db is not None
+        elif scanner.engine == "ahocorasick":
+            assert scanner._ac is not None
+    session.append({"role": "user", "content": "Traceback (most recent call last):\n  File \"a.py\", line 3"})
+    assert _same(session.compact(), Compactor(collapse_batch=10).compact(list(session.messages)))

@@ -64,6 +64,7 @@ class ContinuationMemo:
         self.failed: list[Segment] = []  # the last failed one
         self.last_assistant: Segment | None = None
         self.constraints: dict[int, tuple[Segment, list[str]]] = {}
+        self.plan: tuple[Segment, list[str]] | None = None  # the last assistant message and its plan sentences
 
     def update(self, segments: Sequence[Segment], index=None) -> None:
         """Read the segments not read yet. ``index``: the conversation's segment index, updated
@@ -98,11 +99,24 @@ class ContinuationMemo:
         elif _is_assistant_message(s):
             self.last_assistant = s
 
+    def plan_sentences(self, seg: Segment) -> list[str]:
+        """:func:`_plan_sentences` of the last assistant message, kept while it is the last one
+        (every tool output that follows asks again)."""
+        hit = self.plan
+        if hit is None or hit[0] is not seg:
+            hit = self.plan = (seg, _plan_sentences(seg.text))
+        return hit[1]
+
     def constraint_sentences(self, seg: Segment) -> list[str]:
         hit = self.constraints.get(id(seg))
         if hit is None or hit[0] is not seg:
             hit = self.constraints[id(seg)] = (seg, _constraint_sentences(seg.text))
         return hit[1]
+
+
+def _plan_sentences(text: str) -> list[str]:
+    """The sentences of a message's prose that state a next step."""
+    return [s for s in sentences(prose_of(text)) if C.NEXT_STEP.search(s)]
 
 
 def _failed(seg: Segment) -> bool:
@@ -123,6 +137,7 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment],
         users, results, failed_any = memo.users, memo.results, memo.failed
         last_said = memo.last_assistant
         said = memo.constraint_sentences
+        plan_of = memo.plan_sentences
     else:
         users, results = _user_messages(segments), _results(segments)
         failed_any = [r for r in results if _failed(r)]
@@ -130,6 +145,9 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment],
 
         def said(u: Segment) -> list[str]:
             return _constraint_sentences(u.text)
+
+        def plan_of(seg: Segment) -> list[str]:
+            return _plan_sentences(seg.text)
 
     # task?
     if not (anchor.intent.current or anchor.intent.initial) and users:
@@ -203,8 +221,7 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment],
             text, step = f"resolve the live failure: {shorten(live[-1].text.split(chr(10))[-1], 300)}", live[-1].source_step
         else:
             if last_said is not None and users and last_said.index > users[-1].index:
-                sents = sentences(prose_of(last_said.text))
-                plan = [s for s in sents if C.NEXT_STEP.search(s)]
+                plan = plan_of(last_said)
                 if plan:
                     text, step = plan[-1], last_said.step_id
         if text:

@@ -28,7 +28,7 @@ from re import _constants as C  # noqa: N812
 from re import _parser as sre
 from ..lazyre import lazy_re
 
-__all__ = ["Branch", "required", "split_any", "split_cached"]
+__all__ = ["Branch", "gate_of", "required", "required_cached", "split_any", "split_cached"]
 
 MAX_ALTERNATIVES = 12  # a branch gated by more literals than this is not worth gating
 MIN_LITERAL = 2  # a one-character gate ('=', ':') is on most lines
@@ -199,6 +199,63 @@ def split_cached(pattern: str, flags: int) -> list[Branch] | None:
         return [Branch(src, None if lits is None else [(str(lit), bool(ci)) for lit, ci in lits]) for src, lits in data]
     except (TypeError, ValueError):  # not what _as_data writes: computed afresh
         return split_any(pattern, flags)
+
+
+def required_cached(pattern: str, flags: int) -> list[tuple[str, bool]] | None:
+    """The literals one of which every match of the whole ``pattern`` contains (see
+    ``required``), or None: unknown, or a construct this module does not read (backreferences,
+    recursion, anything the standard library's parser refuses). Kept on disk like
+    :func:`split_cached`."""
+    from .programs import cached_value, source_hash
+
+    def compute() -> list | None:
+        if re.search(r"\\[1-9]|\(\?P=|\\g<|\(\?R|\(\?[0-9&|]", pattern):
+            return None
+        try:
+            tree = sre.parse(pattern, flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE))
+        except (re.error, RecursionError, OverflowError, ValueError):
+            return None
+        req = required(tree, bool(tree.state.flags & re.IGNORECASE))
+        return None if req is None else [(lit, ci) for lit, ci in req]
+
+    data = cached_value(f"required {source_hash(__file__)}", f"{int(flags)}\0{pattern}", compute)
+    try:
+        return None if data is None else [(str(lit), bool(ci)) for lit, ci in data]
+    except (TypeError, ValueError):  # not what compute writes: computed afresh
+        return compute()
+
+
+def gate_of(pattern: str, flags: int) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """A test that a text cannot match ``pattern``: (case-sensitive literals, lower-cased
+    case-insensitive ones), one of which every match contains; None when there is none. A text
+    holding none of them has no match. The case-insensitive ones are only tested on ASCII texts
+    (outside ASCII, case folding and ``str.lower`` part ways, e.g. 'ſ' matches 's')."""
+    req = required_cached(pattern, flags)
+    if not req or any(ci and not lit.isascii() for lit, ci in req):
+        return None  # (a non-ASCII literal may match ASCII text without case: 'K' (Kelvin) matches 'k')
+    return tuple(lit for lit, ci in req if not ci), tuple(lit.lower() for lit, ci in req if ci)
+
+
+def may_match(gate: tuple[tuple[str, ...], tuple[str, ...]] | None, text: str, lowered: list) -> bool:
+    """False only when ``text`` holds none of ``gate``'s literals (so the pattern cannot match
+    it). ``lowered``: a one-item cache of ``text.lower()`` (``[]`` at first) for the gates of
+    several patterns over the same text."""
+    if gate is None:
+        return True
+    exact, folded = gate
+    for lit in exact:
+        if lit in text:
+            return True
+    if folded:
+        if not text.isascii():
+            return True
+        if not lowered:
+            lowered.append(text.lower())
+        low = lowered[0]
+        for lit in folded:
+            if lit in low:
+                return True
+    return False
 
 
 def _as_data(branches: list[Branch] | None) -> list | None:

@@ -19,6 +19,7 @@ from ..normalize import CI_PREFIX, ci_prefixed
 from ..record import Record
 from ..syntax import placeholder_safe
 from ..lazyre import lazy_regex
+from .branches import gate_of, may_match
 from .matchers import _compile, _flags
 
 if TYPE_CHECKING:
@@ -82,19 +83,32 @@ class _CompiledClassifier:
     # patterns are compiled on first use: a process that never sees a tool output long enough for a
     # rule (or never sees the command a rule names) does not pay for compiling it
     @cached_property
-    def commands(self) -> list[regex.Pattern]:
-        return [_compile(p, 0) for p in self.spec.commands]
+    def commands(self) -> list[tuple[regex.Pattern, Any]]:
+        """Each command pattern with its gate (see ``content``): a shell line with a here-document
+        runs to kilobytes, and most rules name a program it does not mention."""
+        return [(_compile(p, 0), gate_of(p, 0)) for p in self.spec.commands]
 
     @cached_property
-    def content(self) -> list[regex.Pattern]:
-        return [_compile(p, regex.MULTILINE) for p in self.spec.content]
+    def content(self) -> list[tuple[regex.Pattern, Any]]:
+        """Each content pattern with its gate: the literals one of which any match contains (a
+        window holding none of them is not searched)."""
+        return [(_compile(p, regex.MULTILINE), gate_of(p, regex.MULTILINE)) for p in self.spec.content]
 
     @cached_property
     def captures(self) -> list[tuple]:
-        return [(c, _compile(c.pattern, _flags(c.flags) | regex.MULTILINE)) for c in self.spec.captures]
+        """(capture, compiled pattern, gate): as for ``content``."""
+        out = []
+        for c in self.spec.captures:
+            flags = _flags(c.flags) | regex.MULTILINE
+            out.append((c, _compile(c.pattern, flags), gate_of(c.pattern, flags)))
+        return out
 
     def matches(self, text: str, lines: list[str], command: str | None) -> bool:
-        by_cmd = bool(command) and bool(self.spec.commands) and any(p.search(command[:4096]) for p in self.commands)
+        by_cmd = False
+        if command and self.spec.commands:
+            line = command[:4096]
+            low: list[str] = []
+            by_cmd = any(p.search(line) for p, gate in self.commands if may_match(gate, line, low))
         if by_cmd and not self.spec.content_required:
             return True
         if not self.spec.content:
@@ -103,19 +117,38 @@ class _CompiledClassifier:
             return False  # the command says it is something else
         window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
             "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
+        lowered: list[str] = []
         try:
-            return any(p.search(window, timeout=CAPTURE_BUDGET) for p in self.content)
+            return any(p.search(window, timeout=CAPTURE_BUDGET) for p, gate in self.content
+                       if may_match(gate, window, lowered))
         except TimeoutError:
             return False  # not classified: left alone (fail toward preservation)
 
     def fields(self, text: str, lines: list[str], command: str | None, exit_code: int | None) -> dict[str, str]:
         out: dict[str, str] = {}
         budget = CAPTURE_BUDGET + CAPTURE_PER_MB * len(text) / 1_048_576
-        for spec, pat in self.captures:
-            try:
-                ms = list(pat.finditer(text, timeout=budget))
-            except TimeoutError:
-                ms = []
+        lowered: list[str] = []
+        found: dict[tuple, list] = {}  # the matches of one pattern (several captures may share it)
+        for spec, pat, gate in self.captures:
+            key: tuple | None = (pat.pattern, pat.flags)
+            ms = found.get(key)
+            if ms is None:
+                if not may_match(gate, text, lowered):
+                    ms = []
+                elif spec.agg == "first":  # only the first match is read: the others are not looked for
+                    try:
+                        m = pat.search(text, timeout=budget)
+                    except TimeoutError:
+                        m = None
+                    ms = [] if m is None else [m]
+                    key = None  # (not every match: not kept for another capture of the pattern)
+                else:
+                    try:
+                        ms = list(pat.finditer(text, timeout=budget))
+                    except TimeoutError:
+                        ms = []
+                if key is not None:
+                    found[key] = ms
             vals = [m.group(1) if (m.re.groups and m.group(1) is not None) else m.group(0) for m in ms]
             if spec.agg == "count":
                 out[spec.name] = str(len(ms))

@@ -153,6 +153,14 @@ class LiteralScanner:
         if not self._python_until:  # an engine asked for by name is ready at once
             self._prepare()
 
+    def prepare_now(self) -> None:
+        """Use the engine from the next text on (load or build its automaton now), instead of
+        after the first ``PYTHON_FIRST_CHARS`` characters: for a caller that knows many texts
+        will follow (a session). The lines found are the same with every engine."""
+        self._python_until = 0
+        if self.engine != "python":
+            self._prepare()
+
     def _prepare(self) -> None:
         try:
             if self.engine == "hyperscan" and self._db is None:
@@ -168,6 +176,9 @@ class LiteralScanner:
                     self.approx = [a for a in self.approx if _hs_compiles(a)]
                     self._db = _hyperscan_db(self._bytes_keys, self.approx)
                 self._approx_keys = [approx_key(a) for a in self.approx]
+                # the gates scanned in the same pass (ids after the approximations); the database
+                # without them takes over when a gate is on most lines (see scan_lines)
+                self._gate_db = _hyperscan_db(self._bytes_keys, self.approx, self.gates) if self.gates else None
             elif self.engine == "ahocorasick" and self._ac is None:
                 self._ac = _ahocorasick(self._bytes_keys)
         except ImportError:  # installed but unusable (a missing shared library): str.find gives the same
@@ -207,10 +218,6 @@ class LiteralScanner:
                 found.append((lit, ci))
         if self._wide_keys:
             found += self._scan_wide(view)
-        if self.engine == "hyperscan" and self.gates:
-            got = self._scan_gates(view)
-            if got is not None:  # None: a gate is on most lines, its rule runs over the whole text
-                hits.update(zip(self._gate_keys, got))
         return found
 
     def _scan_python(self, view: TextView) -> list[tuple[str, bool]]:
@@ -244,28 +251,6 @@ class LiteralScanner:
         hits.update(zip(self.keys, map(list, repeat((), len(self.keys)))) if not present else
                     ((key, []) for key in self.keys if key not in hits))
         return found
-
-    def _scan_gates(self, view: TextView) -> list[list[int]] | None:
-        """Per gate, the lines where it may match: where hyperscan finds it, plus every line with a
-        non-ASCII character (there ``regex`` and hyperscan read classes such as ``\\d`` differently),
-        plus the lines of a chunk cut short by a dense line (a superset is all a gate promises).
-
-        None when a gate holds on more than ``GATE_SHARE`` of the lines (a 100,000-frame trace of
-        ``File.java:12`` lines): the scan stops after that chunk, and searching those lines one by one would
-        cost more than one search of the whole text."""
-        if self._gate_db is None:
-            self._gate_db = _hyperscan_gate_db(self.gates)
-        data, starts = self._bytes_view(view)
-        out: list[list[int]] = [[] for _ in self.gates]
-        extra = scan_lines(self._gate_db, data, starts, out, self._terminated, GATE_SHARE * len(starts) + 64)
-        if extra is None:
-            return None
-        extra.extend(bytes_view(view)[2])
-        if extra:
-            out = [sorted(set(lines).union(extra)) for lines in out]
-        else:
-            out = [lines if all(a < b for a, b in zip(lines, lines[1:])) else sorted(set(lines)) for lines in out]
-        return out
 
     def _bytes_view(self, view: TextView) -> tuple[bytes, list[int]]:
         data, starts, _ = bytes_view(view)
@@ -312,11 +297,27 @@ class LiteralScanner:
         pattern's lines also include every line of a chunk cut short by a dense line; the lines
         with a non-ASCII character, where an approximation promises nothing, are added by its
         reader (``matchers.CompiledRule._lines``: a text with thousands of them would otherwise
-        make every rule's candidates thousands of lines long)."""
-        data, starts, _ = bytes_view(view)
+        make every rule's candidates thousands of lines long).
+
+        The whole-text rules' gates are scanned in the same pass: per gate, the lines where it may
+        match (where hyperscan finds it, every line with a non-ASCII character, where ``regex``
+        and hyperscan read classes such as ``\\d`` differently, and the lines of a chunk cut
+        short: a superset is all a gate promises). A gate on more than ``GATE_SHARE`` of the lines
+        (a 100,000-frame trace of ``File.java:12`` lines) gets no lines, and its rule searches the
+        whole text: the scan goes on without the gates after that chunk (searching those lines
+        one by one would cost more than one search of the whole text)."""
+        data, starts, wide = bytes_view(view)
         nkeys = len(self._bytes_keys)
-        out: list[list[int]] = [[] for _ in range(nkeys + len(self.approx))]
-        recheck = scan_lines(self._db, data, starts, out, self._terminated)
+        ntier = nkeys + len(self.approx)
+        gates = self._gate_db is not None
+        out: list[list[int]] = [[] for _ in range(ntier + (len(self.gates) if gates else 0))]
+        if gates:
+            recheck, gates_kept = scan_lines(self._gate_db, data, starts, out, self._terminated,
+                                             range(ntier, len(out)), GATE_SHARE * len(starts) + 64, self._db)
+            gate_out = out[ntier:]
+            del out[ntier:]
+        else:
+            recheck, gates_kept = scan_lines(self._db, data, starts, out, self._terminated)
         _in_order(out)
         if recheck:
             self._recheck_dense(view, recheck, out)
@@ -331,6 +332,11 @@ class LiteralScanner:
             hits.update(zip(self._approx_keys, out[nkeys:]))
         if self._non_ascii_only:
             hits[approx_key("")] = []
+        if gates and gates_kept:
+            extra = set(recheck).union(wide)
+            hits.update(zip(self._gate_keys, (sorted(extra.union(lines)) if extra else
+                                              lines if all(map(int.__lt__, lines, lines[1:])) else sorted(set(lines))
+                                              for lines in gate_out)))
         return list(compress(range(nkeys), out))  # the literals found (a list is true when not empty)
 
     def _scan_ahocorasick(self, view: TextView) -> list[list[int]]:
@@ -454,8 +460,8 @@ CHUNK = 1 << 16  # bytes per hyperscan call: a restart after a dense line re-rea
 
 
 
-def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], terminated,
-               most: float | None = None) -> list[int] | None:
+def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], terminated, gates: range = range(0),
+               most: float = 0, rest=None) -> tuple[list[int], bool]:
     """Scan ``data`` with a hyperscan database in line-aligned chunks of about ``CHUNK`` bytes,
     recording in ``out``, per pattern id, the lines it matches (matches may come out of order; a
     line is recorded once per run of matches on it). Returns the lines to re-check exactly.
@@ -463,8 +469,9 @@ def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], termina
     A line with more than ``LINE_CAP`` matches stops the chunk (a dense line); the scan resumes at
     the next line, and every line of the chunk up to the dense one is returned for an exact
     re-check (matches are not assumed to arrive in order; dense lines are rare; chunks keep
-    restarts cheap). With ``most``: None as soon as a pattern is on more than that many lines
-    (checked after each chunk)."""
+    restarts cheap). Returns (those lines, whether the ``gates`` were scanned to the end): once
+    one of the patterns ``gates`` is on more than ``most`` lines (checked after each chunk), the
+    scan goes on with the database ``rest``, which lacks them."""
     last = [-1] * len(out)  # line last recorded, per pattern
     nstarts = len(starts)
     big = 1 << 62
@@ -493,6 +500,7 @@ def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], termina
         return None
 
     recheck: list[int] = []
+    kept = True
     n = len(data)
     pos = 0
     while pos < n:
@@ -514,14 +522,18 @@ def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], termina
             pos = starts[ln + 1]
             if pos >= end:
                 break
-        if most is not None and max(map(len, out)) > most:
-            return None
-    return recheck
+        if gates and max(len(out[i]) for i in gates) > most:
+            db = rest
+            gates = range(0)
+            kept = False
+    return recheck, kept
 
 
-def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]], approx: list[str] = ()):
-    """One database of the literals (ids 0..n-1) and the approximate patterns (ids n..), cached
-    on disk by their hash: compiling the approximations takes about a second."""
+def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]], approx: list[str] = (),
+                  gates: list[tuple[str, bool]] = ()):
+    """One database of the literals (ids 0..n-1), the approximate patterns (ids n..) and the
+    gates (after them), cached on disk by their hash: compiling the approximations takes about a
+    second."""
     import hyperscan
 
     exprs = [_hs_escape(needle) for _, needle, _ in bytes_keys]
@@ -530,6 +542,8 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]], approx
     # hyperscan's own prefilter mode may widen an approximation further (it reports every end
     # offset the expression has, and maybe more): a third of the scan time on the real CI logs
     flags += [hyperscan.HS_FLAG_PREFILTER] * len(approx)
+    exprs += [g.encode("ascii") for g, _ in gates]  # (ids after the approximations)
+    flags += [hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in gates]
     h = hashlib.sha256()
     h.update(str(getattr(hyperscan, "__version__", "?")).encode())
     for e, f in zip(exprs, flags):
@@ -572,16 +586,6 @@ _HS_UNSAFE = lazy_re(r"\\[sApPNXGZzQEgk0-9]|[\^$]|\(\?(?!:)")
 def gate_fits_hyperscan(pattern: str, ignore_case: bool) -> bool:
     """True if hyperscan finds ``pattern`` on a printable ASCII line exactly where ``regex`` does."""
     return pattern.isascii() and not _HS_UNSAFE.search(re.sub(r"(?<!\\)\[\^", "[", pattern)) and "\\" not in pattern[-1:]
-
-
-def _hyperscan_gate_db(gates: list[tuple[str, bool]]):
-    import hyperscan
-
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=[g.encode("ascii") for g, _ in gates], ids=list(range(len(gates))), elements=len(gates),
-               flags=[hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in gates])
-    db.scratch = hyperscan.Scratch(db)
-    return db
 
 
 def _hs_compiles(expr: str) -> bool:

@@ -299,6 +299,13 @@ class CompiledRule:
         src = self.approx_source
         return approximate(*src) if src is not None else None
 
+    @cached_property
+    def approx_local(self) -> bool:
+        """``approx.line_local`` of this rule's (start) pattern, worked out once per rule (looked
+        up by the pattern's whole text, it cost a rule without literals ~10 µs per text)."""
+        src = self.approx_source
+        return src is not None and line_local(*src)
+
     def _lines(self, view: TextView) -> Iterable[int] | None:
         if self.prefilter:
             cand = view.candidates(self.prefilter, self.ignore_case)
@@ -337,7 +344,7 @@ class RegexRule(CompiledRule):
         if cand is None:
             if self.text_gate is not None:
                 gated = view._hits.get(gate_key(*self.text_gate))
-            elif self.approx is not None and line_local(*self.approx_source):
+            elif self.approx is not None and self.approx_local:
                 gated = view._hits.get(approx_key(self.approx))
                 if gated is not None:
                     wide = bytes_view(view)[2]
@@ -489,10 +496,12 @@ class RegexRule(CompiledRule):
         Branch by branch: the candidate lines are joined once, each branch's literals are found
         in that text with ``str.find`` (C speed, one step per line that holds one), and the
         branch is searched on those lines only; a line already matched is not searched again."""
+        got = _lines_matching(view, cand, self.branches, _flags(self.spec.flags), self.gate, budget, t0, self.id)
+        if not self.spec.context_before and not self.spec.context_after:  # whole lines, as _span makes them
+            starts, lines = view.starts, view.lines
+            return [(starts[i], starts[i] + len(lines[i]), i, i, False) for i in got]
         nlines = len(view.lines)
-        return [self._span(view, 0, 0, i, i, nlines)
-                for i in _lines_matching(view, cand, self.branches, _flags(self.spec.flags), self.gate, budget, t0,
-                                         self.id)]
+        return [self._span(view, 0, 0, i, i, nlines) for i in got]
 
     def _span(self, view: TextView, a: int, b: int, ls: int, le: int, nlines: int):
         spec = self.spec
@@ -869,19 +878,21 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
             if matched[k]:
                 continue
             body = bodies[k]
-            if gate is not None:
-                g = gated_out[k]
-                if g == 0:
-                    g = gated_out[k] = 1 if _search_line(gate, body, budget) is None else 2
-                if g == 1:
-                    continue
-            searches += 1
-            if searches & 255 == 255 and time.process_time() - t0 > budget:
-                raise RuleTimeout(rule_id)
-            if pat is None:  # compiled on first use: most branches never find their literal
-                pat = br[0] = _compile(br[1], flags)
+            short = len(body) <= 4096  # searched directly (a longer line: with the time limit)
             try:
-                m = _search_line(pat, body, budget)
+                if gate is not None:
+                    g = gated_out[k]
+                    if g == 0:
+                        g = gated_out[k] = 1 if (gate.search(body) if short else _search_line(gate, body, budget)) \
+                            is None else 2
+                    if g == 1:
+                        continue
+                searches += 1
+                if searches & 255 == 255 and time.process_time() - t0 > budget:
+                    raise RuleTimeout(rule_id)
+                if pat is None:  # compiled on first use: most branches never find their literal
+                    pat = br[0] = _compile(br[1], flags)
+                m = pat.search(body) if short else _search_line(pat, body, budget)
             except TimeoutError:
                 raise RuleTimeout(rule_id) from None
             if m is not None:
@@ -1033,7 +1044,7 @@ def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> Lit
         # a whole-text rule's, when its matches lie within lines, replace the whole-text search
         def approx() -> list[str]:  # worked out only if hyperscan is used
             return sorted({cr.approx for cr in rules if cr.approx is not None
-                           and (cr.prefilter or (getattr(cr, "text_gate", 0) is None and line_local(*cr.approx_source)))})
+                           and (cr.prefilter or (getattr(cr, "text_gate", 0) is None and cr.approx_local))})
 
         sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates), approx)
     return sc
@@ -1066,6 +1077,13 @@ def _plan(rules: list[CompiledRule], role: str | None, engine: str | None) -> tu
         _PLANS.clear()
     got = _PLANS[key] = (snap, mine, literal_scanner(mine, engine), by_key, tuple(always))
     return got
+
+
+def prepare_engines(rules: list[CompiledRule], roles: Iterable[str | None]) -> None:
+    """Make the literal scanners of ``rules`` for each of ``roles`` use their engine from the next
+    text on (see ``LiteralScanner.prepare_now``)."""
+    for role in roles:
+        _plan(rules, role, None)[2].prepare_now()
 
 
 def find_all(view: TextView, rules: list[CompiledRule], *, role: str | None = None,

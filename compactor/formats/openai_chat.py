@@ -40,6 +40,19 @@ def messages_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
     return None, ()
 
 
+def not_chat(msgs: list[Any]) -> str | None:
+    """Why the items of ``msgs`` are not chat messages (each a dict with a known role, no
+    Anthropic content blocks), or None when they are. A session asks this of the messages
+    appended since its last compaction."""
+    if not all(isinstance(m, dict) and m.get("role") in _ROLES for m in msgs):
+        return "not every item is a message with a known 'role'"
+    if any(isinstance(m.get("content"), list) and any(
+            isinstance(p, dict) and p.get("type") in _ANTHROPIC_BLOCKS for p in m["content"])
+           for m in msgs):
+        return "content has tool_use/tool_result blocks (Anthropic layout)"
+    return None
+
+
 @register
 class OpenAIChatFormat(Format):
     name = "openai-chat"
@@ -56,12 +69,9 @@ class OpenAIChatFormat(Format):
             return False, "no list of messages (neither a JSON array nor an object with 'messages')"
         if not msgs:
             return False, "empty message list"
-        if not all(isinstance(m, dict) and m.get("role") in _ROLES for m in msgs):
-            return False, "not every item is a message with a known 'role'"
-        if any(isinstance(m.get("content"), list) and any(
-                isinstance(p, dict) and p.get("type") in _ANTHROPIC_BLOCKS for p in m["content"])
-               for m in msgs):
-            return False, "content has tool_use/tool_result blocks (Anthropic layout)"
+        why = not_chat(msgs)
+        if why:
+            return False, why
         if isinstance(probe.json_value, dict) and isinstance(probe.json_value.get("system"), (str, list)):
             return False, "top-level 'system' beside 'messages' (Anthropic layout)"
         return True, "chat messages"

@@ -1,0 +1,163 @@
+"""Classifier patterns are searched only where one of their necessary literals occurs.
+
+A classify rule's command patterns run over the call's command line (kilobytes with a
+here-document), its content and capture patterns over a whole tool output; most texts lack
+the literals a pattern needs (``[File: ``, `` lines total)]``, ``Here's the result of running``),
+and a text without them cannot match. The property checked here: a gate never refuses a text the
+pattern matches (on every tool output and log of the corpus, the rules' own examples and
+generated texts with the literals in other cases and beside non-ASCII letters that case-fold onto
+ASCII ones), and the classification of every corpus output is the same as without gates.
+"""
+
+from __future__ import annotations
+
+import regex
+from hypothesis import given, strategies as st
+
+from compactor.engine import Classifier, load_rules
+from compactor.engine.branches import gate_of, may_match, required_cached
+from compactor.engine.classify import HEAD_LINES, TAIL_LINES
+from compactor.engine.matchers import _flags
+from compactor.models import SegmentKind
+
+RULES = load_rules().stage("classify")
+
+
+def _patterns() -> list[tuple[str, str, int]]:
+    out = []
+    for r in RULES:
+        for p in r.classify.commands:
+            out.append((r.id, p, 0))
+        for p in r.classify.content:
+            out.append((r.id, p, regex.MULTILINE))
+        for c in r.classify.captures:
+            out.append((r.id, c.pattern, _flags(c.flags) | regex.MULTILINE))
+    return out
+
+
+PATTERNS = _patterns()
+GATED = [(rid, p, f, gate_of(p, f)) for rid, p, f in PATTERNS if gate_of(p, f) is not None]
+
+
+def _examples() -> list[tuple[str, str | None]]:
+    out = []
+    for r in RULES:
+        for text in [*r.examples.match, *r.examples.no_match]:
+            command = None
+            if text.startswith("$ "):
+                first, _, text = text.partition("\n")
+                command = first[2:]
+            out.append((text, command))
+    return out
+
+
+def _corpus_outputs(corpus) -> list[tuple[str, str | None, int | None]]:
+    from compactor.formats import load_document
+
+    out = []
+    for path in sorted(corpus.rglob("*")):
+        if not path.is_file() or path.stat().st_size > 4_000_000 or path.name in ("README.md", "score.py"):
+            continue
+        if path.suffix in (".json", ".jsonl", ".md") and "anchor-gold" not in path.parts:
+            try:
+                doc = load_document(path)
+            except Exception:  # noqa: BLE001 - a file no reader takes is read as a log below
+                doc = None
+            if doc is not None and doc.format != "text":
+                out.extend((s.text, s.command, s.exit_code) for s in doc.segments
+                           if s.kind == SegmentKind.tool_result and s.text)
+                continue
+        try:
+            out.append((path.read_text(encoding="utf-8"), None, None))
+        except UnicodeDecodeError:
+            continue
+    return out
+
+
+def test_gates_exist_where_they_pay():
+    ids = {(rid, p) for rid, p, _f, _g in GATED}
+    view = next(r for r in RULES if r.id == "file.view")
+    # the whole-text scan for the '[File: ... (N lines total)]' header needs its literals
+    assert ("file.view", view.classify.content[1]) in ids
+    assert ("file.view", view.classify.content[0]) in ids
+    # a pattern with no literal of two characters or more is never gated
+    assert gate_of(r"^ *\d+(?:\t|→).*\n *\d+(?:\t|→)", regex.MULTILINE) is None
+    assert required_cached(r"(a)\1", 0) is None  # a backreference: not read
+    assert required_cached(r"(?|(a)|(b))x", 0) is None  # branch reset: the standard parser refuses it
+    # a case-insensitive literal outside ASCII could match ASCII text: no gate
+    assert gate_of("(?i)\u212aelvin", 0) is None
+    # the command patterns are gated too: a grep rule is not searched over a line without 'grep'
+    grep = next(r for r in RULES if r.id == "grep.search")
+    assert ("grep.search", grep.classify.commands[0]) in ids
+
+
+def test_may_match():
+    gate = gate_of(r"foo\d|(?i:bar)", 0)
+    assert gate == (("foo",), ("bar",))
+    assert may_match(gate, "xx foo", [])
+    assert may_match(gate, "xx BaR", [])
+    assert not may_match(gate, "xx fo0 ba", [])
+    assert may_match(gate, "\u017fomething", [])  # non-ASCII text: case-insensitive literals promise nothing
+    assert not may_match(gate_of("Here's the result", 0), "here's the result", [])
+
+
+def _check_text(text: str) -> None:
+    low: list[str] = []
+    for rid, p, f, gate in GATED:
+        pat = regex.compile(p, f)
+        if pat.search(text, timeout=5.0) is not None:
+            assert may_match(gate, text, low), (rid, p, text[:200])
+
+
+def test_gates_never_refuse_a_match_on_the_examples():
+    for text, command in _examples():
+        _check_text(text)
+        if command:
+            _check_text(command)
+
+
+def test_gates_never_refuse_a_match_on_the_corpus(corpus):
+    outputs = _corpus_outputs(corpus)
+    assert len(outputs) > 100
+    matched = 0
+    for text, command, _e in outputs:
+        _check_text(text)
+        if command:
+            _check_text(command[:4096])
+        lines = text.split("\n")
+        if len(lines) > HEAD_LINES + TAIL_LINES:  # the window content patterns see
+            _check_text("\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:]))
+    for rid, p, f, gate in GATED:
+        pat = regex.compile(p, f)
+        matched += any(pat.search(t) for t, _c, _e in outputs)
+    assert matched >= 5  # the gated patterns do match real outputs (the property is not vacuous)
+
+
+def test_classification_unchanged_on_the_corpus(corpus):
+    gated = Classifier(RULES)
+    plain = Classifier(RULES)
+    for c in plain.compiled:  # every pattern searched, as before the gates
+        c.__dict__["commands"] = [(pat, None) for pat, _g in c.commands]
+        c.__dict__["content"] = [(pat, None) for pat, _g in c.content]
+        c.__dict__["captures"] = [(spec, pat, None) for spec, pat, _g in c.captures]
+    outputs = _corpus_outputs(corpus)
+    examples = [(t, c, None) for t, c in _examples()]
+    classified = 0
+    for text, command, exit_code in outputs + examples:
+        a = gated.classify(text, command=command, exit_code=exit_code)
+        b = plain.classify(text, command=command, exit_code=exit_code)
+        assert a == b, (command, text[:200])
+        classified += a is not None
+    assert classified > 50
+
+
+_LITS = sorted({lit for _r, _p, _f, g in GATED for lit in (*g[0], *g[1])})
+
+
+@given(st.lists(st.one_of(st.sampled_from(_LITS), st.sampled_from(["\n", " ", "\u017f", "\u212a", "1", ":", "-"]),
+                          st.text(max_size=6)), max_size=12),
+       st.sampled_from(["keep", "upper", "lower", "swap"]))
+def test_gates_never_refuse_a_match_generated(parts, case):
+    text = "".join(parts)
+    text = {"keep": text, "upper": text.upper(), "lower": text.lower(), "swap": text.swapcase()}[case]
+    _check_text(text)
