@@ -44,6 +44,7 @@ from . import cues as C
 from .cues import CUES
 from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
+from ._tables import NOT_FAILURE, RESOLVABLE_EXCEPT, EvidenceTable, FailedTable, evidence_line
 from .ledger import FactLedger
 from ..lazyre import lazy_regex
 
@@ -51,7 +52,6 @@ __all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
 
 EVIDENCE_FAMILIES = ("trace", "error", "exit-code", "test-failure")
 # key evidence that is not a failure: a passing check, where the task says the bug is
-NOT_FAILURE = ("verification", "location", "reproduction")
 _FAMILY_RANK = {"trace": 0, "test-failure": 1, "error": 2, "exit-code": 3}
 _MAX_PENDING = 64
 _MAX_PROSE_FACTS = 8
@@ -395,14 +395,16 @@ class _State:
         self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
         self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
         self.dead: dict[str, ExcludedApproach] = {x.id: x for x in a.dead_ends}
-        self.failed: dict[str, FailedAttempt] = {x.id: x for x in a.failed_attempts}
+        self.failed: FailedTable = FailedTable(a.failed_attempts)
         derived = set(a.cursor.derived_ids)
         # freeze folds scratch files into one line; the unfolded list is kept in the cursor
         raw_changes = a.cursor.collapsed_changes or a.changes_made
         self.changes: dict[str, ChangeMade] = {x.id: x for x in raw_changes}
         raw_steps = a.cursor.raw_next_steps or [x for x in a.next_steps if x.id not in derived]
         self.next_steps: dict[str, NextStep] = {x.id: x for x in raw_steps}
-        self.evidence: dict[str, Evidence] = {x.id: x for x in a.key_evidence}
+        self.evidence: EvidenceTable = EvidenceTable(a.key_evidence)
+        # evidence the last dedupe kept only because it came from that step (see _dedupe_evidence)
+        self._dedupe_kept: list[str] = []
         self.constraints: dict[str, UserConstraint] = {x.id: x for x in a.user_constraints}
         self.intent: dict[str, IntentItem] = {x.id: x for x in a.intent.history}
         self.files: dict[str, dict[str, Any]] = {
@@ -486,18 +488,29 @@ class _State:
         """An earlier one-line error that a failed attempt already carries verbatim is not shown
         again as evidence: the newest failure's line stays (it is the live one)."""
         # an error line is carried by a failed attempt whole or as one of its " … " parts
-        carried: set[str] = set()
-        for f in self.failed.values():
-            if f.error:
-                carried.add(f.error)
-                carried.update(f.error.split(" … "))
+        carried = self.failed.carried
         if not carried:
             return
-        for eid, e in list(self.evidence.items()):
-            t = e.text.strip()
-            t = t[2:] if t.startswith("- ") else t
-            if t in carried and e.source_step != step and "\n" not in t and e.family != "verification":
-                del self.evidence[eid]
+        # after each dedupe no item of another step has a carried line; so only these can now:
+        # items assigned since, the ones kept last time for being of that step, and the items
+        # whose line became carried since
+        ev = self.evidence
+        look = dict.fromkeys(ev.take_changed())
+        look.update(dict.fromkeys(self._dedupe_kept))
+        for line in self.failed.take_new_carried():
+            look.update(ev.by_line.get(line, {}))
+        kept = []
+        for eid in look:
+            e = ev.get(eid)
+            if e is None or e.family == "verification":
+                continue
+            t = evidence_line(e.text)
+            if t in carried and "\n" not in t:
+                if e.source_step != step:
+                    del ev[eid]
+                else:
+                    kept.append(eid)
+        self._dedupe_kept = kept
 
     def _verification(self, line: str, step: str, key: str) -> None:
         """The newest passing check of a command (tests passed, the reproduction now succeeds)."""
@@ -514,10 +527,14 @@ class _State:
         """Mark what an earlier failure of ``key`` left (evidence, failed attempts) as resolved at
         ``step``; with ``module``, also every live "No module named 'module'" error."""
         ids = list(self.error_keys.pop(key, [])) if key else []
-        if module:
+        if module and "'" in module:
             needle = f"No module named '{module}'"
-            ids += [e.id for e in self.evidence.values() if e.status == "live" and needle in e.text]
+            ev = self.evidence
+            ids += [eid for eid in ev.live if needle in ev[eid].text]
             ids += [f.id for f in self.failed.values() if f.status == "failed" and needle in f.error]
+        elif module:
+            ids += list(self.evidence.live_by_module.get(module, ()))
+            ids += list(self.failed.failing_by_module.get(module, ()))
         for iid in ids:
             e = self.evidence.get(iid)
             if e is not None and e.status == "live":
@@ -576,10 +593,12 @@ class _State:
             first = f"{prev.command.split(' … ', 1)[0]} … {first}"
             self.failed[fid] = prev.model_copy(update={"command": first, "error": err})
             cls = _error_class(err)
-            for eid, e in list(self.evidence.items()):
-                if e.status == "live" and e.source_step != prev.source_step and "\n" not in e.text.strip() \
+            ev = self.evidence
+            for eid in list(ev.live):
+                e = ev[eid]
+                if e.source_step != prev.source_step and "\n" not in e.text.strip() \
                         and e.family not in NOT_FAILURE and _error_class(e.text.strip()) == cls:
-                    del self.evidence[eid]
+                    del ev[eid]
         old = self.failed.get(fid)
         if old is None or old.status == "resolved":
             self.failed[fid] = FailedAttempt(id=fid, source_step=step, command=first, error=err,
@@ -853,11 +872,13 @@ class _State:
     def _reproduced(self, ev_spans: Sequence[Span]) -> None:
         """An error the task reported, now seen in a run's output: the run's evidence is the
         live one, the reported copy goes."""
-        for eid, e in list(self.evidence.items()):
-            if e.rule_id == "anchor.reported" and e.status == "live":
+        ev = self.evidence
+        for eid in list(ev.by_rule["anchor.reported"]):
+            e = ev[eid]
+            if e.status == "live":
                 last = e.text.rsplit("\n", 1)[-1].strip()
                 if any(last in sp.text for sp in ev_spans):
-                    del self.evidence[eid]
+                    del ev[eid]
 
     def _reported(self, region: str, spans: Sequence[Span], step: str) -> None:
         """What the task itself reports (the user's words or a pasted issue, not the harness's
@@ -1120,7 +1141,7 @@ class _State:
             if not ev_spans and line and kind in ("edit", "read") or (timed_out and line):
                 # an editor's or the harness's own error message is the evidence of this failure;
                 # earlier ones of that kind live on in their failed attempts, not here twice
-                for eid in [e.id for e in self.evidence.values() if e.rule_id == "anchor.tool-error"]:
+                for eid in list(self.evidence.by_rule[RESOLVABLE_EXCEPT]):
                     del self.evidence[eid]
                 self._evidence(Span(rule_id="anchor.tool-error", family="error", segment_id=seg.id, start=0,
                                     end=len(line), line_start=1, line_end=1, text=line, step_id=step), step, key)
@@ -1156,14 +1177,13 @@ class _State:
                     self.changes[cid] = ChangeMade(id=cid, source_step=step, description=desc, files=[p],
                                                    tool=seg.tool_name or "", status="applied")
                 self._touch(p, "modified", step)
-        if not failed and _PASS_RESOLVES and self.evidence:
-            passing = [e for e in self.evidence.values() if e.family == "verification" and e.source_step == step]
-            if passing:
-                # a passing check after the failures: earlier run errors are superseded by it
-                for eid, e in list(self.evidence.items()):
-                    if e.status == "live" and e.family not in NOT_FAILURE and e.source_step != step \
-                            and e.rule_id != "anchor.tool-error":
-                        self.evidence[eid] = _resolved_evidence(e, step)
+        if not failed and _PASS_RESOLVES and self.evidence.verified_steps.get(step):
+            # a passing check after the failures: earlier run errors are superseded by it
+            ev = self.evidence
+            for eid in list(ev.resolvable):
+                e = ev[eid]
+                if e.source_step != step:
+                    ev[eid] = _resolved_evidence(e, step)
         if kind in ("read", "edit"):
             return  # file contents, not observations
         via = pc.action if pc is not None else (seg.command or "")
