@@ -210,3 +210,23 @@ def test_fold_dedupe_equals_the_walk_of_every_item(events):
     segs = _segments(events)
     spans = spans_of(segs)
     assert _fold(_State, segs, spans).model_dump() == _fold(_WalkEveryItem, segs, spans).model_dump()
+
+
+@settings(max_examples=50, deadline=None)
+@given(_ops, _fops)
+def test_pickle_and_copy_rebuild_the_indexes(ops, fops):
+    import copy
+    import pickle
+
+    ev, failed = EvidenceTable(), FailedTable()
+    _apply(ev, {}, ops)
+    _apply(failed, {}, fops)
+    fresh_ev, fresh_failed = EvidenceTable(ev.values()), FailedTable(failed.values())
+    for clone in (pickle.loads(pickle.dumps(ev)), copy.copy(ev), copy.deepcopy(ev)):
+        assert type(clone) is EvidenceTable and list(clone.items()) == list(ev.items())
+        for attr in EvidenceTable.__slots__:
+            assert getattr(clone, attr) == getattr(fresh_ev, attr), attr
+    for clone in (pickle.loads(pickle.dumps(failed)), copy.copy(failed), copy.deepcopy(failed)):
+        assert type(clone) is FailedTable and list(clone.items()) == list(failed.items())
+        for attr in FailedTable.__slots__:
+            assert getattr(clone, attr) == getattr(fresh_failed, attr), attr

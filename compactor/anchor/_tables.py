@@ -106,6 +106,11 @@ class _Table(dict):
 
     update = setdefault = popitem = clear = __ior__ = _unsupported  # type: ignore[assignment]
 
+    def __reduce__(self):
+        # rebuilt from the items (pickle and copy would otherwise set the items before the indexes
+        # exist, or on top of copied ones)
+        return type(self), (list(self.values()),)
+
 
 class EvidenceTable(_Table):
     """``key_evidence`` by id. Indexes:
