@@ -163,9 +163,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def measure(name: str, small: str, big: str) -> None:
         # best of --repeat, as the noisy log it is compared with (one run each made the doubling
-        # ratio swing between 2.0 and 2.9 on a shared machine)
-        t1 = best_cpu(lambda: det.detect(small, role="tool"), args.repeat)
-        t2 = best_cpu(lambda: det.detect(big, role="tool"), args.repeat)
+        # ratio swing between 2.0 and 2.9 on a shared machine); the two sizes alternate, so a
+        # spell of load on the machine falls on both rather than on one
+        t1 = t2 = float("inf")
+        for _ in range(args.repeat):
+            t1 = min(t1, best_cpu(lambda: det.detect(small, role="tool"), 1))
+            t2 = min(t2, best_cpu(lambda: det.detect(big, role="tool"), 1))
         mb2 = len(big.encode("utf-8")) / MB
         row = {"input": name, "mb": round(mb2, 2), "s_small": round(t1, 4), "s_big": round(t2, 4),
                "doubling": round(t2 / t1, 2), "per_mb_vs_noisy": round(t2 / mb2 / per_mb, 2)}
