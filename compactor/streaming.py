@@ -444,8 +444,8 @@ class _Fold:
             failing = failing_output(seg, item.spans)
             if seg.call_id and seg.call_id in self.waiting_calls:
                 self._decide_call(self.waiting_calls.pop(seg.call_id), failing)
-            old = pos is not None and pos < self.boundary
-            self._apply(item, self.older.result(seg, item.text, item.spans, old=old, failing=failing))
+            if pos is not None and pos < self.boundary:  # (a recent output is kept: see harden)
+                self._apply(item, self.older.result(seg, item.text, item.spans, old=True, failing=failing))
         elif seg.kind == SegmentKind.tool_call:
             frs = self.first_recent_step
             if frs is None or seg.step >= frs or not call_has_body(item.text):

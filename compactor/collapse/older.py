@@ -434,8 +434,14 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
+            if not is_old(seg):
+                # a recent output is kept as it is, and what it would record as seen could only
+                # matter to an older output after it: there is none (the outputs before the
+                # boundary come first), and the pass is started again from the settled prefix
+                # next time
+                continue
             # (its spans are read only when it may be cut to its evidence)
-            apply(seg, step.result(seg, texts[seg.id], lambda seg=seg: spans_of(seg), old=is_old(seg),
+            apply(seg, step.result(seg, texts[seg.id], lambda seg=seg: spans_of(seg), old=True,
                                    failing=memo.is_failing(seg, outcomes.get(seg.id)), digest=memo.digest(seg)))
         elif seg.kind == SegmentKind.tool_call:
             if first_recent_step is None or seg.step >= first_recent_step:
