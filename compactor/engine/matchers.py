@@ -58,7 +58,7 @@ LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lin
 # pump test's limit (``pump.PUMP_LIMIT_S_PER_MB``): a rule that passes it stays well inside.
 BASE_BUDGET = 0.25
 PER_MB = 2.0
-SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
+SPLIT_MIN = 64  # candidate lines from which a line-scope rule runs as gated branches
 # a whole-text rule searches only the lines its approximation may match when they are at most this
 # share of the text's lines (one search per line costs about a microsecond more than the whole text's)
 APPROX_SHARE = 0.05
