@@ -107,3 +107,22 @@ def test_a_pattern_not_known_line_local_searches_every_line(monkeypatch):
     got = cr._gated_lines(view, list(range(len(lines))), 10.0, time.process_time())
     assert counting.calls == len(lines)
     assert got == reference
+
+
+def test_a_repeated_trace_classifies_each_distinct_line_once(monkeypatch):
+    from compactor.engine.matchers import LineBlockRule
+
+    cr = compile_rule(next(r for r in load_rules().stage("protect") if r.id == "trace.java"))
+    assert isinstance(cr, LineBlockRule)
+    trace = ["java.lang.IllegalStateException: pool exhausted"] + [
+        f"\tat com.acme.db.Pool.m{k}(Pool.java:{10 + k})" for k in range(8)] + ["\t... 3 more"]
+    lines = []
+    for k in range(6):
+        lines += [f"[INFO] attempt {k}"] + trace
+    view = TextView("\n".join(lines))
+    pats = [Counting(p) for p in cr.cont]
+    monkeypatch.setitem(cr.__dict__, "_cont_search", [p.search for p in pats])
+    blocks = [(ls, le) for _a, _b, ls, le, _e in cr.find(view, 10.0)]
+    assert blocks == [(1 + 11 * k, 10 + 11 * k) for k in range(6)]
+    # each distinct line after a block's first is classified once, however often the trace repeats
+    assert sum(p.calls for p in pats) <= len(cr.cont) * len(set(trace))

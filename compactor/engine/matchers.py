@@ -692,7 +692,7 @@ class LineBlockRule(CompiledRule):
                         if time.process_time() - t0 > budget:
                             raise RuleTimeout(self.id)
                     # on to the next candidate of the chunk that starts a block (or may)
-                    m = _NOT_ZERO(marked, n - chunk_lo)
+                    m = _NOT_ZERO.search(marked, n - chunk_lo)
                     if m is None:
                         nxt_n = chunk_end
                         continue
@@ -752,7 +752,7 @@ class LineBlockRule(CompiledRule):
                             break
                         if c == CONT:
                             # a run of continuation lines, up to the line or byte limit
-                            other = _NOT_CONT(w_cls, k)
+                            other = _NOT_CONT.search(w_cls, k)
                             stop = min(hi if other is None else lo + other.start(), first + spec.max_lines)
                             # line t is taken while the size before it, size + starts[t] - starts[j],
                             # is below max_bytes (line j is: the loop condition held)
@@ -785,26 +785,38 @@ class LineBlockRule(CompiledRule):
                                 raise RuleTimeout(self.id)
                             continue
                     body = lines[j] if prefix is None or not prefix[j] else lines[j][prefix[j]:]
-                    if not body or body.isspace():
+                    # the line's class as _window decides it, kept for its body (each distinct
+                    # short body is classified once: a trace printed again repeats its frames)
+                    c = line_memo.get(body)
+                    if c is None:
+                        if not body or body.isspace():
+                            c = BLANK
+                        else:
+                            short = len(body) <= 4096
+                            if end_pat is not None and (end_search(body) if short else
+                                                        _search_line(end_pat, body, budget)) is not None:
+                                c = END
+                            elif short:
+                                c = 0
+                                for search in cont_search:
+                                    if search(body) is not None:
+                                        c = CONT
+                                        break
+                            else:
+                                c = CONT if self._continues(body, budget) else 0
+                        if len(body) <= 4096:
+                            line_memo[body] = c
+                    if c == BLANK:
                         blanks += 1
                         if blanks > spec.allow_blank:
                             break
                         j += 1
                         continue
-                    short = len(body) <= 4096
-                    if end_pat is not None and (end_search(body) if short else _search_line(end_pat, body, budget)) is not None:
+                    if c == END:
                         last = j
                         ended = True
                         break
-                    if short:
-                        cont = False
-                        for search in cont_search:
-                            if search(body) is not None:
-                                cont = True
-                                break
-                    else:
-                        cont = self._continues(body, budget)
-                    if cont:
+                    if c == CONT:
                         last = j
                         size += len(view.lines[j]) + 1
                         blanks = 0
@@ -842,8 +854,10 @@ BULK_START_CHUNK_MAX = 8192
 
 
 CONT, BLANK, END = 1, 2, 3  # classes of a line inside a block (LineBlockRule._window)
-_NOT_CONT = lazy_re(b"[^\x01]").search  # the first line of a window, from k, that is not CONT
-_NOT_ZERO = lazy_re(b"[^\x00]").search  # the first candidate of a chunk, from k, that may start a block
+# (called as ``_NOT_CONT.search``: the compiled pattern's own method once compiled; a bound method
+# taken at import would stay the compiling stand-in, a Python call more each time, ~1 us)
+_NOT_CONT = lazy_re(b"[^\x01]")  # the first line of a window, from k, that is not CONT
+_NOT_ZERO = lazy_re(b"[^\x00]")  # the first candidate of a chunk, from k, that may start a block
 
 
 def _branch_table(pattern: str, flags: int) -> list[list] | None:
