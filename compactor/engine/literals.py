@@ -387,8 +387,11 @@ class LiteralScanner:
             yield caseless, caseless_ids, data.lower()
 
     def _recheck_dense(self, view: TextView, dense: list[int], out: list[list[int]]) -> None:
-        """Lines where the scan stopped early: every literal is looked up exactly on them."""
+        """Lines where the scan stopped early: every literal is looked up exactly on them (the
+        caseless ones in the line lowered once, not once per literal: a dense 1 MB line was
+        lowered for each of the ~70 caseless literals)."""
         dense = sorted(set(dense))
+        lowered: dict[int, Any] = {}  # line -> (lowered line, ASCII?)
         for k, (key, needle, _) in enumerate(self._bytes_keys):
             lit, ci = key
             found = set(out[k])
@@ -398,7 +401,11 @@ class LiteralScanner:
                     continue
                 line = view.lines[ln]
                 if ci:
-                    hit = lit in line.lower() if line.isascii() else needle in line.encode("latin-1", "replace").lower()
+                    got = lowered.get(ln)
+                    if got is None:
+                        asc = line.isascii()
+                        got = lowered[ln] = (line.lower() if asc else line.encode("latin-1", "replace").lower(), asc)
+                    hit = (lit if got[1] else needle) in got[0]
                 else:
                     hit = lit in line
                 if hit:
