@@ -220,9 +220,12 @@ def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
         wide_set = view._hits.get(_WIDE)
         if wide_set is None:  # once per view: a log with progress bars has thousands of such lines
             wide_set = view._hits[_WIDE] = set(wide)
-        # filtered from C: 'error' is on most lines of a CI log, and its rules' candidates add up
-        # to some 30,000 lines per text
-        return list(filter(wide_set.union(near).__contains__, cand))
+        if len(wide_set) < len(cand):
+            # filtered from C: 'error' is on most lines of a CI log, and its rules' candidates
+            # add up to some 30,000 lines per text (with a few non-ASCII lines to add to near)
+            return list(filter(wide_set.union(near).__contains__, cand))
+        keep = set(near)  # (a log of progress bars: thousands of non-ASCII lines, not copied)
+        return [i for i in cand if i in keep or i in wide_set]
     if len(near) < len(cand):
         return list(filter(set(cand).__contains__, near))
     return list(filter(set(near).__contains__, cand))
