@@ -81,6 +81,22 @@ def test_dense_line_is_capped_and_still_exact():
     assert LINE_CAP < 1000
 
 
+@pytest.mark.parametrize("late", ["PANIC: late", "Segmentation Fault late", "’ Traceback ’", "İ ERR! İ"])
+def test_long_dense_lines_are_rechecked_exactly(late):
+    # dense lines longer than the one-pass recheck threshold, with non-ASCII characters and
+    # literals in other cases that occur only after the cap; short dense lines around them
+    from compactor.engine.literals import RECHECK_SCAN
+
+    dense = "0x1f=_ error: " * (RECHECK_SCAN // 4)
+    text = "\n".join([dense + late, "’" + dense + late.lower(), ("0x1f " * 100) + late, "Exit code 3 ’", dense])
+    assert len(dense) > RECHECK_SCAN
+    ref = _hits(text, "python")
+    for eng in ENGINES[:-1]:
+        assert _hits(text, eng) == ref, eng
+        assert _spans(text, eng) == _spans(text, "python"), eng
+    assert any(lines for lines in ref.values())
+
+
 def test_corpus_spans_identical_across_engines(corpus):
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((corpus / "crash-traces").glob("*.txt"))[:40]]
     texts += [(p / "fail.log").read_text(encoding="utf-8") for p in sorted((corpus / "ci-breakages").iterdir())

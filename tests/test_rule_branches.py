@@ -172,3 +172,29 @@ _exc = st.tuples(st.sampled_from(["", "  ", "\t", "[ERROR] ", "at ", "(", "Cause
 def test_gate_holds_on_generated_exception_lines(line):
     for cr in GATED:
         assert _gate_misses(cr, [line]) == [], cr.id
+
+
+
+_REF_PARTS = (["", " ", "(", "\tat a.B(", "src/", "./x/", "[ERROR] /b/", "node:", "bin/sync", "~", "a-"],
+              ["Pool", "x", "Makefile", "Dockerfile", "CMakeLists.txt", "Gemfile", "internal/fs", "a.b", "", "9",
+               "node:internal/x", "sync"],
+              [".java", ".py", ".go", ".kt", ".c++", ".7z", ".a1b2c3d", ".abcdefgh", ".S", ".", "", ".tsx", ".h", ".cs",
+               ".2", "+"],
+              [":12", ":[23,29]", ":line 142", ": (12, 5)", ":7:in '", ":7:in `", ":", ":x", ":1:1", ":[x", ": (x", "::3",
+               ":12:30", ":1.5"])
+
+
+def test_gate_holds_on_every_combination_of_file_reference_parts():
+    from itertools import product
+
+    cr = next(cr for cr in GATED if cr.id == "fileref.path-line")
+    lines = ["".join(p) for p in product(*_REF_PARTS)]
+    assert sum(_search_line(cr.pat, x, 10.0) is not None for x in lines) > 1000
+    assert _gate_misses(cr, lines) == []
+
+
+@given(st.lists(st.tuples(*(st.sampled_from(p) for p in _REF_PARTS), st.text(alphabet="a.:1 (", max_size=4))
+                .map("".join), min_size=1, max_size=3).map(" ".join))
+def test_gate_holds_on_generated_file_references(line):
+    cr = next(cr for cr in GATED if cr.id == "fileref.path-line")
+    assert _gate_misses(cr, [line]) == []

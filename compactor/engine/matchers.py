@@ -58,7 +58,7 @@ LONG_LINE = 65_536  # per-line rules see the first and last 64 KiB of longer lin
 # pump test's limit (``pump.PUMP_LIMIT_S_PER_MB``): a rule that passes it stays well inside.
 BASE_BUDGET = 0.25
 PER_MB = 2.0
-SPLIT_MIN = 128  # candidate lines from which a line-scope rule runs as gated branches
+SPLIT_MIN = 64  # candidate lines from which a line-scope rule runs as gated branches
 # a whole-text rule searches only the lines its approximation may match when they are at most this
 # share of the text's lines (one search per line costs about a microsecond more than the whole text's)
 APPROX_SHARE = 0.05
@@ -73,11 +73,12 @@ class TextView:
     (``_ci_haystack``): ``str.lower`` on non-ASCII text is several times slower.
     """
 
-    __slots__ = ("text", "lines", "starts", "prefix", "_lower", "_hay_ci", "_hits", "_bytes")
+    __slots__ = ("text", "lines", "starts", "_prefix", "_tagged", "_lower", "_hay_ci", "_hits", "_bytes")
 
     def __init__(self, text: str):
         self.text = text
-        self.prefix: list[int] | None = None
+        self._prefix: list[int] | None = None
+        self._tagged = False  # the engine prefixes (ENGINE_PREFIXES) are not looked for yet
         self._lower: str | None = None
         self._hay_ci: tuple | None = None
         self._hits: dict = {}
@@ -93,18 +94,36 @@ class TextView:
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         sample = self.lines[:5]
         if any(map(ci_prefixed, sample)):
-            self.prefix = list(map(_ci_prefix, self.lines))
-        # a fuzzing engine's log prefix in front of the target's own output (Centipede's
-        # 'CRASH LOG: '): rules see the sanitizer report as the target printed it
+            self._prefix = list(map(_ci_prefix, self.lines))
+
+    @property
+    def prefix(self) -> list[int] | None:
+        """Per line, the length of the prefix rules do not see (None: no line has one)."""
+        if not self._tagged:
+            self._tag()
+        return self._prefix
+
+    def _tag(self) -> None:
+        """A fuzzing engine's log prefix in front of the target's own output (Centipede's
+        'CRASH LOG: '): rules see the sanitizer report as the target printed it. Worked out on
+        first use, from the lines holding the tag: the one-pass literal scan looks for the tags
+        too (``literal_scanner``), so a view it scanned needs no search of its own (a pass over
+        the text: 1.4 ms on 2.9 M characters). A view not scanned yet is searched without filling
+        its literal cache (the scan would then take the lookups it lacks one by one)."""
+        self._tagged = True
         for tag in ENGINE_PREFIXES:
-            if tag in self.text:
-                if self.prefix is None:
-                    self.prefix = [0] * len(self.lines)
+            found = self._hits.get(literal_key(tag, False))
+            if found is None:
+                found = lines_holding(self.text, self.starts, tag)
+            if found:
+                if self._prefix is None:
+                    self._prefix = [0] * len(self.lines)
                 n = len(tag)
-                pre = self.prefix
-                for i, line in enumerate(self.lines):
+                pre = self._prefix
+                lines = self.lines
+                for i in found:
                     k = pre[i]
-                    if line.startswith(tag, k):
+                    if lines[i].startswith(tag, k):
                         pre[i] = k + n
 
     @property
@@ -201,13 +220,15 @@ def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
         wide_set = view._hits.get(_WIDE)
         if wide_set is None:  # once per view: a log with progress bars has thousands of such lines
             wide_set = view._hits[_WIDE] = set(wide)
-        keep = set(near)
+        if len(wide_set) < len(cand):
+            # filtered from C: 'error' is on most lines of a CI log, and its rules' candidates
+            # add up to some 30,000 lines per text (with a few non-ASCII lines to add to near)
+            return list(filter(wide_set.union(near).__contains__, cand))
+        keep = set(near)  # (a log of progress bars: thousands of non-ASCII lines, not copied)
         return [i for i in cand if i in keep or i in wide_set]
     if len(near) < len(cand):
-        keep = set(cand)
-        return [i for i in near if i in keep]
-    keep = set(near)
-    return [i for i in cand if i in keep]
+        return list(filter(set(cand).__contains__, near))
+    return list(filter(set(near).__contains__, cand))
 
 
 def _line_starts(lines: list) -> list[int]:
@@ -317,6 +338,9 @@ class CompiledRule:
         return None
 
 
+_UNSEEN = object()  # a line body not searched yet (RegexRule.find)
+
+
 class RegexRule(CompiledRule):
     def __init__(self, rule: Rule):
         super().__init__(rule)
@@ -403,20 +427,26 @@ class RegexRule(CompiledRule):
         if spec.scope == "line" and len(cand) >= SPLIT_MIN and self.branches is not None:
             return self._find_split(view, cand, budget, t0)
         gate = self.gate
+        group = spec.group
+        seen: dict[str, tuple[int, int] | None] = {}  # body -> its match (a repeated line is searched once)
         for n, i in enumerate(cand):
             if n & 255 == 255 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             body = view.body(i)
-            try:
-                if gate is not None and _search_line(gate, body, budget) is None:
-                    continue  # the rule's own necessary condition fails: no match here
-                m = _search_line(self.pat, body, budget)
-            except TimeoutError:
-                raise RuleTimeout(self.id) from None
-            if m is None:
+            got = seen.get(body, _UNSEEN)
+            if got is _UNSEEN:
+                try:
+                    if gate is not None and _search_line(gate, body, budget) is None:
+                        m = None  # the rule's own necessary condition fails: no match here
+                    else:
+                        m = _search_line(self.pat, body, budget)
+                except TimeoutError:
+                    raise RuleTimeout(self.id) from None
+                got = seen[body] = None if m is None else (m.start(group), m.end(group))
+            if got is None:
                 continue
             base = view.body_start(i)
-            a, b = base + m.start(spec.group), base + m.end(spec.group)
+            a, b = base + got[0], base + got[1]
             if a < base:
                 continue
             out.append(self._span(view, a, b, i, i, nlines))
@@ -457,19 +487,34 @@ class RegexRule(CompiledRule):
         """The whole lines (no context, group 0) among ``lines`` where the whole-text pattern
         matches, each searched up to its end (the newline excluded: a gated rule's matches lie
         within one line). Only whether a line holds a match counts, so one search per line (not
-        every match of it), and the line is known without looking its offset up."""
+        every match of it), and the line is known without looking its offset up.
+
+        When the pattern is line-local (``approx.line_local``: nothing in it, lookbehinds included,
+        can match a newline, and it uses no \\A or \\Z), whether a line holds a match depends on
+        the line's text alone: a repeated line is searched once (the path:line references of a
+        Maven log's stack frames repeat, 3,233 candidate lines of the real CI logs are 1,149
+        distinct ones)."""
         search = self.whole.search
         text = view.text
         starts = view.starts
         all_lines = view.lines
         out: list[tuple] = []
         append = out.append
+        seen: dict[str, bool] | None = {} if self.approx_local else None
         for n, i in enumerate(lines):
             if n & 255 == 255 and time.process_time() - t0 > budget:
                 raise RuleTimeout(self.id)
             a = starts[i]
-            b = a + len(all_lines[i])
-            if (search(text, a, b) if b - a <= 4096 else search(text, a, b, timeout=budget)) is not None:
+            line = all_lines[i]
+            b = a + len(line)
+            if seen is not None:
+                hit = seen.get(line)
+                if hit is None:
+                    hit = seen[line] = (search(text, a, b) if b - a <= 4096 else
+                                        search(text, a, b, timeout=budget)) is not None
+                if hit:
+                    append((a, b, i, i, False))
+            elif (search(text, a, b) if b - a <= 4096 else search(text, a, b, timeout=budget)) is not None:
                 append((a, b, i, i, False))
         return out
 
@@ -649,7 +694,7 @@ class LineBlockRule(CompiledRule):
                         if time.process_time() - t0 > budget:
                             raise RuleTimeout(self.id)
                     # on to the next candidate of the chunk that starts a block (or may)
-                    m = _NOT_ZERO(marked, n - chunk_lo)
+                    m = _NOT_ZERO.search(marked, n - chunk_lo)
                     if m is None:
                         nxt_n = chunk_end
                         continue
@@ -709,7 +754,7 @@ class LineBlockRule(CompiledRule):
                             break
                         if c == CONT:
                             # a run of continuation lines, up to the line or byte limit
-                            other = _NOT_CONT(w_cls, k)
+                            other = _NOT_CONT.search(w_cls, k)
                             stop = min(hi if other is None else lo + other.start(), first + spec.max_lines)
                             # line t is taken while the size before it, size + starts[t] - starts[j],
                             # is below max_bytes (line j is: the loop condition held)
@@ -742,26 +787,38 @@ class LineBlockRule(CompiledRule):
                                 raise RuleTimeout(self.id)
                             continue
                     body = lines[j] if prefix is None or not prefix[j] else lines[j][prefix[j]:]
-                    if not body or body.isspace():
+                    # the line's class as _window decides it, kept for its body (each distinct
+                    # short body is classified once: a trace printed again repeats its frames)
+                    c = line_memo.get(body)
+                    if c is None:
+                        if not body or body.isspace():
+                            c = BLANK
+                        else:
+                            short = len(body) <= 4096
+                            if end_pat is not None and (end_search(body) if short else
+                                                        _search_line(end_pat, body, budget)) is not None:
+                                c = END
+                            elif short:
+                                c = 0
+                                for search in cont_search:
+                                    if search(body) is not None:
+                                        c = CONT
+                                        break
+                            else:
+                                c = CONT if self._continues(body, budget) else 0
+                        if len(body) <= 4096:
+                            line_memo[body] = c
+                    if c == BLANK:
                         blanks += 1
                         if blanks > spec.allow_blank:
                             break
                         j += 1
                         continue
-                    short = len(body) <= 4096
-                    if end_pat is not None and (end_search(body) if short else _search_line(end_pat, body, budget)) is not None:
+                    if c == END:
                         last = j
                         ended = True
                         break
-                    if short:
-                        cont = False
-                        for search in cont_search:
-                            if search(body) is not None:
-                                cont = True
-                                break
-                    else:
-                        cont = self._continues(body, budget)
-                    if cont:
+                    if c == CONT:
                         last = j
                         size += len(view.lines[j]) + 1
                         blanks = 0
@@ -799,8 +856,10 @@ BULK_START_CHUNK_MAX = 8192
 
 
 CONT, BLANK, END = 1, 2, 3  # classes of a line inside a block (LineBlockRule._window)
-_NOT_CONT = lazy_re(b"[^\x01]").search  # the first line of a window, from k, that is not CONT
-_NOT_ZERO = lazy_re(b"[^\x00]").search  # the first candidate of a chunk, from k, that may start a block
+# (called as ``_NOT_CONT.search``: the compiled pattern's own method once compiled; a bound method
+# taken at import would stay the compiling stand-in, a Python call more each time, ~1 us)
+_NOT_CONT = lazy_re(b"[^\x01]")  # the first line of a window, from k, that is not CONT
+_NOT_ZERO = lazy_re(b"[^\x00]")  # the first candidate of a chunk, from k, that may start a block
 
 
 def _branch_table(pattern: str, flags: int) -> list[list] | None:
@@ -824,13 +883,28 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
     """The candidate lines (ascending) whose body one of ``branches`` matches (see
     ``RegexRule.branches``), searched branch by branch: the candidate lines are joined once, each
     branch's literals are found in that text with ``str.find`` and the branch is searched on those
-    lines only; a line already matched is not searched again. ``gate``, if given, must also match."""
+    lines only; a line already matched is not searched again. ``gate``, if given, must also match.
+
+    Each distinct body is searched once (whether a body matches depends on it alone): CI logs
+    repeat lines, and the candidates of the real CI logs hold 1.5 to 2.3 lines per distinct body."""
     prefix = view.prefix
     lines = view.lines
     if prefix is None:
         bodies = [lines[i] for i in cand]
     else:
         bodies = [lines[i][prefix[i]:] if prefix[i] else lines[i] for i in cand]
+    distinct = list(dict.fromkeys(bodies))
+    if len(distinct) == len(bodies):
+        return list(compress(cand, _bodies_matching(bodies, branches, flags, gate, budget, t0, rule_id)))
+    matched = _bodies_matching(distinct, branches, flags, gate, budget, t0, rule_id)
+    hit = set(compress(distinct, matched))
+    return [i for i, body in zip(cand, bodies) if body in hit]
+
+
+def _bodies_matching(bodies: list[str], branches: list[list], flags: int, gate, budget: float, t0: float,
+                     rule_id: str) -> bytearray:
+    """For each of ``bodies``, 1 if one of ``branches`` (and ``gate``, if given) matches it, else 0
+    (see ``_lines_matching``)."""
     joined = "\n".join(bodies)
     jstarts = _line_starts(bodies)
     # ASCII literals are found in one byte per character (same offsets; characters outside Latin-1
@@ -838,7 +912,7 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
     hay = joined if joined.isascii() else joined.encode("latin-1", "replace")
     low = None  # ASCII-lowered joined text (same offsets), for case-insensitive literals
     wide: list[int] | None = None  # the non-ASCII candidate lines
-    ncand = len(cand)
+    ncand = len(bodies)
     matched = bytearray(ncand)
     gated_out = bytearray(ncand)  # 1: the gate was tried and failed, 2: it passed
     searches = 0
@@ -897,7 +971,7 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
                 raise RuleTimeout(rule_id) from None
             if m is not None:
                 matched[k] = 1
-    return [cand[k] for k in range(ncand) if matched[k]]
+    return matched
 
 
 def _has_lines(view: TextView, first: int, last: int, need: int) -> bool:
@@ -1033,7 +1107,8 @@ _SCANNERS: dict[tuple, LiteralScanner] = {}
 def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> LiteralScanner:
     """One multi-literal scanner per set of prefilter literals and whole-text gates (compiled
     once per process)."""
-    lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}))
+    lits = tuple(sorted({literal_key(lit, cr.ignore_case) for cr in rules for lit in cr.prefilter if lit}
+                        | {literal_key(tag, False) for tag in ENGINE_PREFIXES}))  # TextView.prefix reads these
     gates = tuple(sorted({g for cr in rules if (g := getattr(cr, "text_gate", None)) is not None}))
     # the rule ids too: the approximations come from the rules, and are worked out only later (a
     # rule edited under the same id finds its own approximation missing and runs on its literals)

@@ -1,0 +1,43 @@
+"""A fuzzing engine's log prefix ('CRASH LOG: ') is found by the one-pass literal scan.
+
+``TextView.prefix`` skips the tag on the lines that start with it; a view the literal scanner
+has scanned reads the tagged lines from its literal cache (no search of its own), and a view read
+before any scan searches the text without filling that cache (the scan must still find every
+literal in one pass)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compactor.detect import Detector
+from compactor.engine import load_rules
+from compactor.engine.literals import available_engines, literal_key
+from compactor.engine.matchers import ENGINE_PREFIXES, TextView, literal_scanner
+
+RULES = Detector(load_rules()).rules
+TEXT = ("starting fuzzer\nCRASH LOG: ==1==ERROR: AddressSanitizer: heap-use-after-free\n"
+        "2024-05-01T10:00:00.1234567Z CRASH LOG: #0 0x4f1 in f a.c:3\nnote: CRASH LOG: inside\nCRASH LOG: \n")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPACTOR_CACHE", str(tmp_path / "cache"))
+
+
+def test_unscanned_view_finds_the_tags_without_filling_the_literal_cache():
+    view = TextView(TEXT)
+    assert view.prefix == [0, 11, 40, 0, 11, 0]  # behind the CI timestamp too
+    assert view._hits == {}
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_scanned_view_reads_the_tagged_lines_from_the_scan(engine):
+    view = TextView(TEXT)
+    literal_scanner(RULES, engine).scan(view)
+    key = literal_key(ENGINE_PREFIXES[0], False)
+    assert view._hits[key] == [1, 2, 3, 4]
+    assert view.prefix == TextView(TEXT).prefix
+    # the prefix follows what the scan found (no search of its own)
+    other = TextView(TEXT)
+    other._hits[key] = [1]
+    assert other.prefix == [0, 11, 29, 0, 0, 0]
