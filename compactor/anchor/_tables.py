@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["EvidenceTable", "FailedTable", "RESOLVABLE_EXCEPT", "evidence_line", "missing_modules"]
+__all__ = ["EvidenceTable", "FailedTable", "TOOL_ERROR", "dedupe_line", "evidence_line", "missing_modules"]
 
 # families of evidence that record no failure: a passing check does not resolve them
 NOT_FAILURE = ("verification", "location", "reproduction")
-# evidence a passing check leaves as it is: the editor's or harness's own error message
-RESOLVABLE_EXCEPT = "anchor.tool-error"
+# the rule of the editor's or harness's own error message (a passing check leaves it as it is)
+TOOL_ERROR = "anchor.tool-error"
 _RULE_INDEXED = ("anchor.reported", "anchor.tool-error")
 
 
@@ -61,6 +61,15 @@ def evidence_line(text: str) -> str:
     """The text an evidence item is compared by with the errors failed attempts carry."""
     t = text.strip()
     return t[2:] if t.startswith("- ") else t
+
+
+def dedupe_line(e: Any) -> str | None:
+    """The line a failed attempt's error may make redundant (None: the item is not one line, or
+    it is a passing check)."""
+    if e.family == "verification":
+        return None
+    t = evidence_line(e.text)
+    return None if "\n" in t else t
 
 
 class _Table(dict):
@@ -120,7 +129,9 @@ class EvidenceTable(_Table):
     - :attr:`by_rule`: ids of the items of ``anchor.reported`` and ``anchor.tool-error``;
     - :attr:`verified_steps`: step -> how many verification items come from it;
     - :attr:`live_by_module`: ``x`` -> ids of the live items that say "No module named 'x'";
-    - :attr:`by_line`: :func:`evidence_line` -> ids, and :attr:`changed`: ids assigned since the
+    - :attr:`by_line`: :func:`evidence_line` -> ids of the one-line items that are not a
+      verification (the only ones a failed attempt's error can make redundant), and
+      :attr:`changed`: ids assigned since the
       last :meth:`take_changed` (what a dedupe of carried error lines has to look at again).
     """
 
@@ -139,7 +150,7 @@ class EvidenceTable(_Table):
     def _index(self, key: str, e: Any) -> None:
         if e.status == "live":
             self.live[key] = None
-            if e.family not in NOT_FAILURE and e.rule_id != RESOLVABLE_EXCEPT:
+            if e.family not in NOT_FAILURE and e.rule_id != TOOL_ERROR:
                 self.resolvable[key] = None
             _index_modules(self.live_by_module, key, e.text)
         ids = self.by_rule.get(e.rule_id)
@@ -147,7 +158,9 @@ class EvidenceTable(_Table):
             ids[key] = None
         if e.family == "verification":
             self.verified_steps[e.source_step] = self.verified_steps.get(e.source_step, 0) + 1
-        self.by_line.setdefault(evidence_line(e.text), {})[key] = None
+        line = dedupe_line(e)
+        if line is not None:
+            self.by_line.setdefault(line, {})[key] = None
         self.changed[key] = None
 
     def _unindex(self, key: str, e: Any) -> None:
@@ -164,11 +177,12 @@ class EvidenceTable(_Table):
                 self.verified_steps[e.source_step] = n
             else:
                 del self.verified_steps[e.source_step]
-        line = evidence_line(e.text)
-        ids = self.by_line[line]
-        ids.pop(key, None)
-        if not ids:
-            del self.by_line[line]
+        line = dedupe_line(e)
+        if line is not None:
+            ids = self.by_line[line]
+            ids.pop(key, None)
+            if not ids:
+                del self.by_line[line]
 
     def take_changed(self) -> list[str]:
         """The ids assigned since the previous call (some may have been deleted since)."""

@@ -44,7 +44,7 @@ from . import cues as C
 from .cues import CUES
 from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
-from ._tables import NOT_FAILURE, RESOLVABLE_EXCEPT, EvidenceTable, FailedTable, evidence_line
+from ._tables import NOT_FAILURE, TOOL_ERROR, EvidenceTable, FailedTable, dedupe_line
 from .ledger import FactLedger
 from ..lazyre import lazy_regex
 
@@ -502,10 +502,7 @@ class _State:
         kept = []
         for eid in look:
             e = ev.get(eid)
-            if e is None or e.family == "verification":
-                continue
-            t = evidence_line(e.text)
-            if t in carried and "\n" not in t:
+            if e is not None and dedupe_line(e) in carried:
                 if e.source_step != step:
                     del ev[eid]
                 else:
@@ -1141,9 +1138,9 @@ class _State:
             if not ev_spans and line and kind in ("edit", "read") or (timed_out and line):
                 # an editor's or the harness's own error message is the evidence of this failure;
                 # earlier ones of that kind live on in their failed attempts, not here twice
-                for eid in list(self.evidence.by_rule[RESOLVABLE_EXCEPT]):
+                for eid in list(self.evidence.by_rule[TOOL_ERROR]):
                     del self.evidence[eid]
-                self._evidence(Span(rule_id="anchor.tool-error", family="error", segment_id=seg.id, start=0,
+                self._evidence(Span(rule_id=TOOL_ERROR, family="error", segment_id=seg.id, start=0,
                                     end=len(line), line_start=1, line_end=1, text=line, step_id=step), step, key)
             if not _expected_failure(command, line) and not self._probe_before_change(command, line):
                 self._add_failed_attempt(seg, pc, line, step, key)
