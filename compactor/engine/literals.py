@@ -538,6 +538,7 @@ def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], termina
     kept = True
     n = len(data)
     pos = 0
+    whole = memoryview(data)  # chunks without copies
     while pos < n:
         # the chunk ends at a line start at or after pos + CHUNK (whole lines only)
         k = br(starts, pos + CHUNK)
@@ -545,7 +546,7 @@ def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], termina
         while True:
             base, lo, hi, ln, count = pos, big, -1, -1, 0
             try:
-                db.scan(data[pos:end], match_event_handler=on_match)
+                db.scan(whole[pos:end], match_event_handler=on_match)
                 pos = end
                 break
             except terminated:  # a dense line: skip its rest
