@@ -7,12 +7,14 @@ words, next to non-ASCII text, on dense lines) so that every literal is exercise
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from compactor.detect import Detector
 from compactor.engine import load_rules
-from compactor.engine.literals import LINE_CAP, LiteralScanner, available_engines, literal_key
+from compactor.engine.literals import LINE_CAP, LiteralScanner, available_engines, literal_key, wide_key
 from compactor.engine.matchers import TextView, find_all, literal_scanner
 
 DET = Detector(load_rules())
@@ -42,11 +44,43 @@ def _spans(text: str, engine: str):
     return sorted((cr.id, a, b, ls, le) for cr, a, b, ls, le, _ in found), sorted(timeouts)
 
 
-def _hits(text: str, engine: str):
+def _hits(text: str, engine: str, skipped: set | None = None):
+    """The lines per literal; for the literals ``skipped`` (by default those the engine leaves out of
+    its scan, covered by the rules' approximations), only the non-ASCII lines that hold them, which
+    is all such an engine looks them up on."""
     view = TextView(text)
     sc = literal_scanner(RULES, engine)
     sc.scan(view)
-    return {k: list(view._hits[k]) for k in sc.keys}  # (a key found nowhere may share one empty tuple)
+    if skipped is None:
+        skipped = {key for key, _, _ in sc.skipped}
+        if skipped:  # (a skipped literal is looked up on the non-ASCII lines only)
+            assert all(k not in view._hits for k in skipped)
+            return {k: list(view._hits[wide_key(k) if k in skipped else k]) for k in sc.keys}
+    return {k: [i for i in view._hits[k] if not view.lines[i].isascii()] if k in skipped else list(view._hits[k])
+            for k in sc.keys}  # (a key found nowhere may share one empty tuple)
+
+
+def _same_hits(text: str, eng: str) -> None:
+    """The rules' scanner of ``eng`` against pure Python, and a plain scanner of every literal
+    (no approximation covers one: the engine scans them all, dense lines included) likewise."""
+    got = _hits(text, eng)
+    skipped = {key for key, _, _ in literal_scanner(RULES, eng).skipped}
+    assert got == _hits(text, "python", skipped), eng
+    assert _plain_hits(text, eng) == _plain_hits(text, "python"), eng
+
+
+_PLAIN: dict = {}
+
+
+def _plain_hits(text: str, engine: str) -> dict:
+    sc = _PLAIN.get(engine)
+    if sc is None:
+        keys = sorted({literal_key(lit, cr.ignore_case) for cr in RULES for lit in cr.prefilter if lit})
+        sc = _PLAIN[engine] = LiteralScanner(keys, engine)
+    view = TextView(text)
+    sc.scan(view)
+    assert not sc.skipped
+    return {k: list(view._hits[k]) for k in sc.keys}
 
 
 _piece = st.one_of(
@@ -67,7 +101,9 @@ def test_engines_find_the_same_lines_and_spans(pieces):
     ref_hits = _hits(text, "python")
     ref_spans = _spans(text, "python")
     for eng in ENGINES[:-1]:
-        assert _hits(text, eng) == ref_hits, eng
+        if eng == "ahocorasick":
+            assert _hits(text, eng) == ref_hits, eng
+        _same_hits(text, eng)
         assert _spans(text, eng) == ref_spans, eng
 
 
@@ -76,7 +112,8 @@ def test_dense_line_is_capped_and_still_exact():
     text = "x " + "0x1f=_ " * 50_000 + " panic: late on the dense line\nerror: next line\nDO NOT skip\n"
     ref = _hits(text, "python")
     for eng in ENGINES[:-1]:
-        assert _hits(text, eng) == ref
+        _same_hits(text, eng)
+        assert _spans(text, eng) == _spans(text, "python"), eng
     assert ref[("panic", True)] == [0] and ref[("error", True)] == [1]
     assert LINE_CAP < 1000
 
@@ -92,7 +129,7 @@ def test_long_dense_lines_are_rechecked_exactly(late):
     assert len(dense) > RECHECK_SCAN
     ref = _hits(text, "python")
     for eng in ENGINES[:-1]:
-        assert _hits(text, eng) == ref, eng
+        _same_hits(text, eng)
         assert _spans(text, eng) == _spans(text, "python"), eng
     assert any(lines for lines in ref.values())
 
@@ -141,7 +178,7 @@ def test_many_dense_lines_across_chunks_stay_exact():
     text = "\n".join(lines)
     ref = _hits(text, "python")
     for eng in ENGINES[:-1]:
-        assert _hits(text, eng) == ref
+        _same_hits(text, eng)
     assert ref[("traceback", True)] == [i for i in range(0, 3000, 3) if i % 7 == 0]
 
 
@@ -323,7 +360,6 @@ def test_most_rules_are_approximated_and_broad_ones_are_not():
     assert not ids & {"fileref.path-line", "number.parameter"}
     # unless a lookaround's own text is narrower: 'Error|Exception' of '[A-Z][\w$]*+(?<=Error|Exception)'
     assert "error.exception-line" in ids
-    import re
 
     near = re.compile(approximate(r"[A-Z][\w$]*+(?<=Error|Exception):", 0))
     assert near.search("KeyError: x") and near.search("an Exception") and not near.search("Building Foo: 1")
@@ -451,7 +487,6 @@ def test_every_corpus_file_gives_the_same_spans_on_every_engine(corpus):
 def test_approximations_start_where_a_match_must():
     # leading optional repeats are dropped, a stretch after '[^\n]*' may stand for the whole, and an
     # alternation behind '^' is read alternative by alternative ('^A|^B' is parsed as '^(?:A|B)')
-    import re
 
     a = approximate(r"^\s*#\d+\s+0x[0-9a-f]+\s", 0)
     assert a.startswith(("[\\x23]", "[\\x30][\\x78]"))  # '#' or '0x', not the optional spaces
@@ -477,3 +512,55 @@ def test_a_rule_list_changed_in_place_is_seen_and_roles_still_choose_rules():
     tool_only = {cr.id for cr in det.rules if "user" not in cr.roles}
     for role, banned in (("tool", user_only), ("user", tool_only)):
         assert not set(ids(det.detect(text, role=role))) & banned
+
+
+# ---- literals the scan skips: the approximations stand for them ----------------------------------
+
+from compactor.engine.approx import implies_literal  # noqa: E402
+
+
+@pytest.mark.parametrize("pattern,flags,literals,ignore_case,expected", [
+    (r"\b[1-9]\d* errors?\b", 0, ["error"], True, True),
+    (r"[A-Z][\w$]*+(?<=Error|Exception):", 0, ["error", "xception"], True, True),  # 'E(?:rror|xception)'
+    (r"^\s*(?:✕|✗|×)\s+\S", 0, ["✕", "✗", "×"], True, True),  # a class of literals: each one
+    (r"^_{3,} \S", 0, ["___ "], False, True),  # the least rounds of a repeat, then what follows
+    (r"^_{3,} \S", 0, ["____"], False, False),  # three underscores are enough for a match
+    (r"^(?=[^\n]*?(?:timeout|exceeded))\w+=\d", re.IGNORECASE, ["timeout", "exceeded"], True, True),
+    (r"(?i:Fatal error)", 0, ["fatal"], True, True),
+    (r"(?i:Fatal error)", 0, ["fatal"], False, False),  # 'FATAL ERROR' lacks the case-sensitive 'fatal'
+    (r"[Ee]rror: ", 0, ["error"], True, True),
+    (r"\b(?:FATAL|SEVERE)\b", 0, ["fatal"], True, False),  # 'SEVERE' alone is not tried
+    (r"^\s*E\s{3}", 0, ["e   "], True, False),  # '\s' may be a tab
+    (r"(?:error)?\d+", 0, ["error"], True, False),  # optional
+    (r"(?!error)\w+", 0, ["error"], True, False),  # a negative lookaround holds nothing
+    (r"(a+)\1", 0, ["a"], False, True),
+    (r"\p{L}+", 0, ["x"], False, False),  # not read by the parser: nothing is proven
+])
+def test_implies_literal(pattern, flags, literals, ignore_case, expected):
+    assert implies_literal(pattern, flags, literals, ignore_case) is expected
+
+
+def test_a_rules_prefilter_still_decides_which_lines_are_tried():
+    # error.os-message finds 'Broken pipe' only on lines that also hold one of its literals (its
+    # description says so): the first line holds none, so it is not tried, whether the scan looked
+    # for the literals or left them to the approximation (on an ASCII line and on a non-ASCII one)
+    text = "AM write failed: Broken pipe\nwrite error: Broken pipe\n’ write: Broken pipe ’\n’ error: Broken pipe\n"
+    ref = _spans(text, "python")
+    assert [ls for rid, _a, _b, ls, _le in ref[0] if rid == "error.os-message"] == [1, 3]
+    for eng in ENGINES[:-1]:
+        assert _spans(text, eng) == ref, eng
+    if "hyperscan" in ENGINES:
+        skipped = {key for key, _, _ in literal_scanner(RULES, "hyperscan").skipped}
+        assert ("error", True) in skipped and ("not", True) in skipped  # the case above is a real one
+
+
+def test_skipped_literals_are_only_those_every_rule_approximates():
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    sc = literal_scanner(RULES, "hyperscan")
+    sc.scan(TextView("x\n" * 40_000))  # (enough text for the engine)
+    skipped = {key for key, _, _ in sc.skipped}
+    assert skipped and ("  at ", False) in sc.keys and ("  at ", False) not in skipped  # trace.java has none
+    for cr in RULES:
+        if not skipped.isdisjoint(cr.literal_keys):
+            assert cr.approx is not None and cr.approx in set(sc.approx) | {""}, cr.id

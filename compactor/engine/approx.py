@@ -46,7 +46,7 @@ import re
 from re import _constants as C  # noqa: N812
 from re import _parser as sre
 
-__all__ = ["approximate", "line_local"]
+__all__ = ["approximate", "implies_literal", "line_local"]
 
 MAX_BOUND = 20  # a repeat bounded above this is approximated as unbounded
 LINE_END = r"[^\n]*(?:\n|$)"  # appended: one report per line, at its end
@@ -394,3 +394,121 @@ def line_local(pattern: str, flags: int) -> bool:
     return _cached(pattern, flags)[1]
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Does every match hold a prefilter literal?
+
+def implies_literal(pattern: str, flags: int, literals: list[str], ignore_case: bool) -> bool:
+    """True if every match of ``pattern`` holds one of ``literals`` (compared lowered when
+    ``ignore_case``, as the prefilter is), proven from the parsed pattern; False when that cannot
+    be shown. A rule's prefilter decides which lines are tried at all ("a line is only tried if it
+    contains one of them"), so where this holds the literals add nothing to the rule's
+    approximation and the one-pass scan need not look for them (``LiteralScanner.skipped``).
+
+    Conservative: a literal must lie within one stretch of literal characters the match always
+    holds: a run of plain characters (a class of one letter in both cases counts as that letter,
+    caseless), carried into each alternative of a group that follows it ('E(?:rror|xception)'),
+    the least number of rounds of a repeated character, or the text of a positive lookaround. A
+    class such as ``\\s`` ends the stretch."""
+    from .programs import cached_value, source_hash
+
+    lits = sorted({lit.lower() if ignore_case else lit for lit in literals if lit})
+    key = "\0".join([str(int(flags)), str(ignore_case), *lits, "", pattern])
+    got = cached_value(f"implies {source_hash(__file__)}", key, lambda: _implies_literal(pattern, flags, lits, ignore_case))
+    return got if type(got) is bool else _implies_literal(pattern, flags, lits, ignore_case)
+
+
+def _implies_literal(pattern: str, flags: int, lits: list[str], ignore_case: bool) -> bool:
+    if not lits:
+        return False
+    try:
+        tree = sre.parse(pattern, flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE))
+    except (re.error, RecursionError, OverflowError, ValueError, TypeError):
+        return False
+    try:
+        return _Implies(lits, ignore_case).seq(list(tree), bool(tree.state.flags & re.IGNORECASE))
+    except RecursionError:
+        return False
+
+
+class _Implies:
+    MAX_DEPTH = 8  # alternatives a stretch is carried into, nested
+
+    def __init__(self, literals: list[str], ignore_case: bool):
+        self.literals = literals
+        self.ignore_case = ignore_case
+
+    def holds(self, run: list[tuple[str, bool]]) -> bool:
+        """Does the stretch ``run`` ((character, caseless?) pairs) hold a literal?"""
+        if self.ignore_case:
+            text = "".join(c for c, _ in run).lower()
+            return any(lit in text for lit in self.literals)
+        text = "".join(c if not ci or c.lower() == c.upper() else "\0" for c, ci in run)
+        return any(lit in text for lit in self.literals)
+
+    @staticmethod
+    def char(op, av, icase: bool) -> tuple[str, bool] | None:
+        if op is C.LITERAL:
+            return chr(av), icase
+        if op is C.IN and all(o is C.LITERAL for o, _ in av):
+            chars = {chr(v) for _, v in av}
+            if len(chars) == 1:
+                return next(iter(chars)), icase
+            low = {c.lower() for c in chars}
+            if len(low) == 1 and chars == {next(iter(low)), next(iter(low)).upper()}:
+                return next(iter(low)), True
+        return None
+
+    @staticmethod
+    def alternatives(op, av) -> list[list] | None:
+        if op is C.BRANCH:
+            return [list(a) for a in av[1]]
+        if op is C.IN and len(av) > 1 and all(o is C.LITERAL for o, _ in av):
+            return [[(C.LITERAL, v)] for _, v in av]
+        return None
+
+    def seq(self, items: list, icase: bool, depth: int = 0) -> bool:
+        run: list[tuple[str, bool]] = []
+        for n, (op, av) in enumerate(items):
+            c = self.char(op, av, icase)
+            if c is not None:
+                run.append(c)
+                continue
+            if op in _REPEATS and av[0] >= 1 and len(av[2]) == 1:
+                c = self.char(*av[2][0], icase)
+                if c is not None:  # the first and the last rounds of a repeated character
+                    if av[0] == av[1]:
+                        run += [c] * av[0]
+                        continue
+                    if self.holds(run + [c] * av[0]):
+                        return True
+                    run = [c] * av[0]
+                    continue
+            alts = self.alternatives(op, av) if depth < self.MAX_DEPTH else None
+            if alts is not None:
+                head = [(C.LITERAL, ord(ch)) if not ci or ch.lower() == ch.upper() else
+                        (C.IN, [(C.LITERAL, ord(ch.lower())), (C.LITERAL, ord(ch.upper()))]) for ch, ci in run]
+                rest = items[n + 1:]
+                if all(self.seq(head + alt + rest, icase, depth + 1) for alt in alts):
+                    return True
+            if run and self.holds(run):
+                return True
+            run = []
+            if self.item(op, av, icase, depth):
+                return True
+        return bool(run) and self.holds(run)
+
+    def item(self, op, av, icase: bool, depth: int) -> bool:
+        if op is C.SUBPATTERN:
+            _group, add, dele, sub = av
+            return self.seq(list(sub), (icase or bool(add & re.IGNORECASE)) and not (dele & re.IGNORECASE), depth)
+        if op is C.BRANCH:
+            return all(self.seq(list(alt), icase, depth) for alt in av[1])
+        if op in _REPEATS:
+            return av[0] >= 1 and self.seq(list(av[2]), icase, depth)
+        if op is C.ATOMIC_GROUP:
+            return self.seq(list(av), icase, depth)
+        if op is C.ASSERT:  # a positive lookaround: its text is on the line too
+            return self.seq(list(av[1]), icase, depth)
+        return False

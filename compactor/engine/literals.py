@@ -59,7 +59,7 @@ class TextView(Protocol):
     def lines_with(self, literal: str, ignore_case: bool) -> list[int]: ...
 
 __all__ = ["ENGINES", "LINE_CAP", "LiteralScanner", "approx_key", "available_engines", "gate_fits_hyperscan", "gate_key",
-           "lines_holding", "literal_key", "scan_lines"]
+           "holding_in", "line_starts", "lines_holding", "literal_key", "scan_lines", "wide_key"]
 
 LINE_CAP = 64  # matches on one line before the scan skips to the next line
 ENGINES = ("hyperscan", "ahocorasick", "python")
@@ -98,9 +98,15 @@ class LiteralScanner:
     """Compiled once per set of literals; ``scan(view)`` fills the view's literal cache."""
 
     def __init__(self, literals: list[tuple[str, bool]], engine: str | None = None,
-                 gates: list[tuple[str, bool]] = (), approx: list[str] | Callable[[], list[str]] = ()):
+                 gates: list[tuple[str, bool]] = (), approx: list[str] | Callable[[], list[str]] = (),
+                 covered: Callable[[set[str]], set[tuple[str, bool]]] | None = None):
         keys = sorted({literal_key(lit, ci) for lit, ci in literals if lit})
         self.keys = keys
+        # given the approximations hyperscan scans (the empty one included when it is set), the
+        # literal keys it need not scan: every rule naming them reads its candidate lines off its
+        # approximation (and the non-ASCII lines holding a literal, ``wide_key``) instead
+        self._covered = covered
+        self.skipped: list[tuple[tuple[str, bool], bytes, bool]] = []
         # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan;
         # the empty one (a pattern that needs a non-ASCII character) matches no ASCII line: not scanned.
         # Given as a function, they are worked out when hyperscan is first prepared (a short text
@@ -126,10 +132,7 @@ class LiteralScanner:
                 self._lowered.append(key)
             else:
                 self._wide_keys.append(key)
-        # case-sensitive literals with a '?', which a character replaced in the bytes may fake
-        self._question = [(k, key[0]) for k, (key, needle, ci) in enumerate(self._bytes_keys)
-                          if not ci and b"?" in needle]
-        self._key_order = [key for key, _, _ in self._bytes_keys]  # the cache keys, in pattern id order
+        self._index_keys()
         self._gate_keys = [gate_key(*g) for g in self.gates]
         engines = available_engines()
         if engine is None:
@@ -171,10 +174,14 @@ class LiteralScanner:
                 approx = self._approx_source() if callable(self._approx_source) else self._approx_source
                 self.approx = sorted(set(approx) - {""})
                 self._non_ascii_only = "" in approx
+                keep = self._bytes_keys
                 try:
+                    self._skip_covered()
                     self._db = _hyperscan_db(self._bytes_keys, self.approx)
                 except hyperscan.error:  # an approximation hyperscan cannot compile: its rule keeps its literals
                     self.approx = [a for a in self.approx if _hs_compiles(a)]
+                    self._bytes_keys = keep
+                    self._skip_covered()
                     self._db = _hyperscan_db(self._bytes_keys, self.approx)
                 self._approx_keys = [approx_key(a) for a in self.approx]
                 # the gates scanned in the same pass (ids after the approximations); the database
@@ -185,13 +192,33 @@ class LiteralScanner:
         except ImportError:  # installed but unusable (a missing shared library): str.find gives the same
             self.engine = "python"
 
+    def _index_keys(self) -> None:
+        # case-sensitive literals with a '?', which a character replaced in the bytes may fake
+        self._question = [(k, key[0]) for k, (key, needle, ci) in enumerate(self._bytes_keys)
+                          if not ci and b"?" in needle]
+        self._key_order = [key for key, _, _ in self._bytes_keys]  # the cache keys, in pattern id order
+
+    def _skip_covered(self) -> None:
+        """Leave out of the hyperscan database the literals the approximations cover (``covered``):
+        each costs a callback per line that holds it ('error' is on a thousand lines of the real CI
+        logs), and the rules naming them find their lines through their approximations anyway.
+        Those literals are then looked up on the non-ASCII lines alone (``_scan_skipped``)."""
+        if self._covered is None or not self.approx:
+            return
+        skip = self._covered(set(self.approx) | ({""} if self._non_ascii_only else set()))
+        # (a literal across lines is looked up as lines_with does it: not skipped)
+        self.skipped = [bk for bk in self._bytes_keys if bk[0] in skip and b"\n" not in bk[1]]
+        if self.skipped:
+            self._bytes_keys = [bk for bk in self._bytes_keys if bk[0] not in skip]
+            self._index_keys()
+
     # ------------------------------------------------------------------ scanning
     def scan(self, view: TextView) -> list[tuple[str, bool]] | None:
         """Fill the view's literal cache with the lines of every literal; returns the keys found on
         some line (None when the view had been searched for some of them before: its cache says)."""
         hits = view._hits
-        if hits:
-            todo = [k for k in self.keys if k not in hits]
+        if hits:  # (a literal the engine skipped in this view has its non-ASCII lines there instead)
+            todo = [k for k in self.keys if k not in hits and wide_key(k) not in hits]
             if not todo:
                 return None
         else:  # a new view (the common case): nothing to look up first
@@ -214,6 +241,10 @@ class LiteralScanner:
         nkeys = len(self._bytes_keys)
         keys = self._key_order
         found = [keys[i] for i in found_ids if i < nkeys]
+        if self.skipped:  # the approximations found stand for the literals they cover
+            found += self._scan_skipped(view)
+            hits = view._hits
+            found += [k for k in self._approx_keys if hits[k]]
         for lit, ci in self._lowered:
             if view.lines_with(lit, ci):
                 found.append((lit, ci))
@@ -268,7 +299,7 @@ class LiteralScanner:
         lines = view.lines
         sub = [lines[i] for i in wide]
         joined = "\n".join(sub)
-        jstarts = list(accumulate(map((1).__add__, map(len, sub[:-1])), initial=0))
+        jstarts = line_starts(sub)
         found = []
         for key in self._wide_keys:
             lit = key[0]
@@ -279,6 +310,24 @@ class LiteralScanner:
             hits[key] = got
             if got:
                 found.append(key)
+        return found
+
+    def _scan_skipped(self, view: TextView) -> list[tuple[str, bool]]:
+        """The lines with a non-ASCII character that hold each literal left out of the scan (where
+        the approximations promise nothing), under ``wide_key``; returns the literal keys found
+        there."""
+        got = holding_in(view, bytes_view(view)[2], self.skipped)
+        view._hits.update((wide_key(key), lines) for key, lines in got.items())
+        return [key for key, lines in got.items() if lines]
+
+    def found_keys(self, view: TextView, keys) -> list:
+        """Of ``keys``, those the view's cache holds lines for, after a scan; with literals skipped
+        by the engine, those found on non-ASCII lines and the approximations found too."""
+        hits = view._hits
+        found = [k for k in keys if hits.get(k)]
+        if self.skipped and self._approx_keys and self._approx_keys[0] in hits:
+            found += [key for key, _, _ in self.skipped if hits.get(wide_key(key))]
+            found += [k for k in self._approx_keys if hits[k]]
         return found
 
     def _unfake(self, view: TextView, out: list[list[int]]) -> None:
@@ -439,6 +488,38 @@ class LiteralScanner:
                     add_lines.append(ln)
             if add_lines:
                 out[k] = sorted(found.union(add_lines))
+
+
+def line_starts(lines: list) -> list[int]:
+    """Offsets of each line's first character in the lines joined with '\n' (str or bytes
+    lines), C-speed (each length plus its newline summed up)."""
+    return list(accumulate(map(add, map(len, lines[:-1]), repeat(1)), initial=0))
+
+
+def holding_in(view: TextView, subset: list[int], keys: list[tuple[tuple[str, bool], bytes, bool]]) -> dict:
+    """For each ASCII literal of ``keys`` ((key, needle bytes, caseless?) as ``LiteralScanner``
+    holds them), the lines of ``subset`` (ascending line numbers of ``view``) that hold it, as
+    ``lines_with`` finds them: the lines' Latin-1 bytes joined once and searched with ``find``
+    (lowered for the case-insensitive literals; a '?' that stands for a replaced character does
+    not count)."""
+    if not subset:
+        return {key: [] for key, _, _ in keys}
+    data, starts, _ = bytes_view(view)
+    lines = view.lines
+    sub = [data[starts[i]:starts[i] + len(lines[i])] for i in subset]
+    joined = b"\n".join(sub)
+    jstarts = line_starts(sub)
+    low = None
+    out = {}
+    for key, needle, ci in keys:
+        if ci and low is None:
+            low = joined.lower()
+        hay = low if ci else joined
+        got = [subset[k] for k in lines_holding(hay, jstarts, needle)] if needle in hay else []
+        if got and not ci and b"?" in needle:
+            got = [i for i in got if key[0] in lines[i]]
+        out[key] = got
+    return out
 
 
 def lines_holding(hay, starts: list[int], needle) -> list[int]:
@@ -608,6 +689,12 @@ def _hyperscan_db(bytes_keys: list[tuple[tuple[str, bool], bytes, bool]], approx
 def approx_key(expr: str) -> tuple[str, str]:
     """The key of an approximate pattern's candidate lines in a view's literal cache."""
     return ("approx", expr)
+
+
+def wide_key(key: tuple[str, bool]) -> tuple[str, tuple[str, bool]]:
+    """The key, in a view's literal cache, of the non-ASCII lines that hold a literal the engine
+    left out of its scan (``LiteralScanner.skipped``)."""
+    return ("wide", key)
 
 
 def gate_key(pattern: str, ignore_case: bool) -> tuple[str, str, bool]:

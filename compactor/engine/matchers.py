@@ -29,16 +29,16 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, bisect_right
 from functools import cached_property, lru_cache
-from itertools import accumulate, compress, filterfalse, repeat
-from operator import add, itemgetter, not_, or_
+from itertools import compress, filterfalse
+from operator import itemgetter, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RuleTimeout
 from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
-from .approx import approximate, line_local
-from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, lines_holding,
-                       literal_key)
+from .approx import approximate, implies_literal, line_local
+from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, holding_in,
+                       line_starts, lines_holding, literal_key, wide_key)
 from .records import FLAG_NAMES
 from ..lazyre import lazy_re, lazy_regex
 
@@ -90,7 +90,7 @@ class TextView:
 
     def _split(self) -> None:
         self.lines = self.text.split("\n")
-        self.starts = _line_starts(self.lines)
+        self.starts = line_starts(self.lines)
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         sample = self.lines[:5]
         if any(map(ci_prefixed, sample)):
@@ -231,10 +231,47 @@ def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
     return list(filter(set(near).__contains__, cand))
 
 
-def _line_starts(lines: list) -> list[int]:
-    """Offsets of each line's first character (works for str and bytes lines), C-speed (each
-    length plus its newline summed up: a quarter cheaper than adding the line numbers after)."""
-    return list(accumulate(map(add, map(len, lines[:-1]), repeat(1)), initial=0))
+def _near_holding(near: list[int], keys: list[tuple[str, bool]], view: TextView, implied: bool) -> list[int]:
+    """A rule's candidate lines when the scan skipped some of its literals ``keys`` (a line is
+    tried only if it holds one): among ``near``, its approximation's lines, those that hold a
+    literal, and the lines with a non-ASCII character that hold one (there an approximation
+    promises nothing). When the rule's pattern ``implied`` a literal in every match
+    (``approx.implies_literal``), the ASCII lines of ``near`` are taken as they are; otherwise
+    the skipped literals are looked up in those lines only (``literals.holding_in``). The
+    literals scanned have all their lines; those skipped have their non-ASCII lines under
+    ``wide_key``."""
+    wide = bytes_view(view)[2]
+    hits = view._hits
+    wide_set: set[int] = set()
+    if wide:
+        wide_set = hits.get(_WIDE)
+        if wide_set is None:
+            wide_set = hits[_WIDE] = set(wide)
+        near = list(filterfalse(wide_set.__contains__, near))
+    out: set[int] = set(near) if implied else set()
+    near_set = None
+    look: list = []  # the skipped literals to look up in near
+    for k in keys:
+        got = hits.get(k)
+        if got is not None:  # scanned: all its lines
+            if got and wide_set:
+                out.update(filter(wide_set.__contains__, got))
+            if got and not implied:
+                if near_set is None:
+                    near_set = set(near)
+                out.update(filter(near_set.__contains__, got))
+            continue
+        got = hits.get(wide_key(k))
+        if got is None:  # (not scanned for at all: looked up)
+            out.update(_within(view.lines_with(*k), near, view))
+            continue
+        out.update(got)
+        if not implied:
+            look.append((k, k[0].encode("ascii"), k[1]))  # (the skipped literals are ASCII)
+    if look:
+        for lines in holding_in(view, near, look).values():
+            out.update(lines)
+    return sorted(out)
 
 
 def _ci_prefix(line: str) -> int:
@@ -328,14 +365,29 @@ class CompiledRule:
         src = self.approx_source
         return src is not None and line_local(*src)
 
+    @cached_property
+    def literal_implied(self) -> bool:
+        """Every match of this rule's (start) pattern holds a prefilter literal
+        (``approx.implies_literal``): the approximation's lines need no literal lookup."""
+        src = self.approx_source
+        return src is not None and bool(self.prefilter) and implies_literal(src[0], src[1], self.prefilter,
+                                                                            self.ignore_case)
+
+    @cached_property
+    def literal_keys(self) -> list[tuple[str, bool]]:
+        """The keys of this rule's prefilter literals in a view's literal cache."""
+        return [literal_key(lit, self.ignore_case) for lit in self.prefilter if lit]
+
     def _lines(self, view: TextView) -> Iterable[int] | None:
         if self.prefilter:
-            cand = view.candidates(self.prefilter, self.ignore_case)
-            if self.approx is not None:
-                near = view._hits.get(approx_key(self.approx))
-                if near is not None:  # found by the one-pass scan: only lines where the pattern may match
-                    cand = _within(cand, near, view)
-            return cand
+            near = view._hits.get(approx_key(self.approx)) if self.approx is not None else None
+            if near is not None:  # found by the one-pass scan: only lines where the pattern may match
+                hits = view._hits
+                if not all(map(hits.__contains__, self.literal_keys)):
+                    # the scan left out literals the approximation covers: looked up on its lines
+                    return _near_holding(near, self.literal_keys, view, self.literal_implied)
+                return _within(view.candidates(self.prefilter, self.ignore_case), near, view)
+            return view.candidates(self.prefilter, self.ignore_case)
         return None
 
 
@@ -907,7 +959,7 @@ def _bodies_matching(bodies: list[str], branches: list[list], flags: int, gate, 
     """For each of ``bodies``, 1 if one of ``branches`` (and ``gate``, if given) matches it, else 0
     (see ``_lines_matching``)."""
     joined = "\n".join(bodies)
-    jstarts = _line_starts(bodies)
+    jstarts = line_starts(bodies)
     # ASCII literals are found in one byte per character (same offsets; characters outside Latin-1
     # become '?', which can only add candidate lines): str.find on text with wide characters is slow
     hay = joined if joined.isascii() else joined.encode("latin-1", "replace")
@@ -1122,7 +1174,17 @@ def literal_scanner(rules: list[CompiledRule], engine: str | None = None) -> Lit
             return sorted({cr.approx for cr in rules if cr.approx is not None
                            and (cr.prefilter or (getattr(cr, "text_gate", 0) is None and cr.approx_local))})
 
-        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates), approx)
+        def covered(scanned: set[str]) -> set[tuple[str, bool]]:
+            """The literals whose every rule has its approximation among ``scanned`` (see
+            ``CompiledRule._lines``); the log prefixes ``TextView.prefix`` reads are kept."""
+            ok: dict[tuple[str, bool], bool] = {}
+            for cr in rules:
+                has = cr.approx is not None and cr.approx in scanned
+                for k in cr.literal_keys:
+                    ok[k] = ok.get(k, True) and has
+            return {k for k, v in ok.items() if v} - {literal_key(tag, False) for tag in ENGINE_PREFIXES}
+
+        sc = _SCANNERS[key] = LiteralScanner(list(lits), engine, list(gates), approx, covered)
     return sc
 
 
@@ -1151,8 +1213,19 @@ def _plan(rules: list[CompiledRule], role: str | None, engine: str | None) -> tu
             always.append(i)
     if len(_PLANS) >= 64:
         _PLANS.clear()
-    got = _PLANS[key] = (snap, mine, literal_scanner(mine, engine), by_key, tuple(always))
+    got = _PLANS[key] = (snap, mine, literal_scanner(mine, engine), by_key, tuple(always), {})
     return got
+
+
+def _by_approx(rules: list[CompiledRule], scanner: LiteralScanner) -> dict:
+    """The positions of the rules by the key of their approximation, for the rules naming a
+    literal the scanner skips (such a rule is called when its approximation is found)."""
+    skipped = {key for key, _, _ in scanner.skipped}
+    out: dict = {}
+    for i, cr in enumerate(rules):
+        if cr.approx is not None and not skipped.isdisjoint(cr.literal_keys):
+            out.setdefault(approx_key(cr.approx), []).append(i)
+    return out
 
 
 def prepare_engines(rules: list[CompiledRule], roles: Iterable[str | None]) -> None:
@@ -1170,11 +1243,15 @@ def find_all(view: TextView, rules: list[CompiledRule], *, role: str | None = No
     Every prefilter literal of the rules is found in one multi-literal pass first; a rule whose
     literals occur nowhere in the text is not called at all (nor looked at: the rules to call
     come from the literals found)."""
-    _snap, rules, scanner, by_key, always = _plan(rules, role, engine)
+    _snap, rules, scanner, by_key, always, lazy = _plan(rules, role, engine)
     keys = scanner.scan(view)
     if keys is None:  # the view was searched for them before: its cache says which are there
-        hits = view._hits
-        keys = [k for k in by_key if hits.get(k)]
+        keys = scanner.found_keys(view, by_key)
+    if scanner.skipped:  # the approximations found stand for the literals the scan skipped
+        merged = lazy.get("by_key")
+        if merged is None:
+            merged = lazy["by_key"] = {**by_key, **_by_approx(rules, scanner)}
+        by_key = merged
     run = set(always)
     for k in keys:
         run.update(by_key.get(k, ()))
