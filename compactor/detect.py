@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from functools import cached_property
 from itertools import groupby
 from operator import itemgetter
@@ -30,6 +31,7 @@ class Hit(NamedTuple):
 
 
 _HIT_ORDER = itemgetter(3, 4, 0)  # (start, end, rule id)
+GC_PAUSE_CHARS = 64 * 1024  # a text this long is detected with the cyclic collector paused
 _RULE = itemgetter(0)
 _new = tuple.__new__
 
@@ -115,6 +117,24 @@ class Detector:
 
     def detect_view(self, view: TextView, *, role: str | None = None, segment_id: str | None = None,
                     step_id: str | None = None) -> DetectResult:
+        """The hits of the rules in ``view``.
+
+        A long text is detected with Python's cyclic garbage collector paused (and resumed after,
+        if it was running): detection builds only acyclic objects, a tuple per line found and per
+        hit, and the collector's passes over them cost about 6% of detecting the real CI logs and
+        grow faster than the text (on a 100,000-frame trace, building the hits took 3.2 times as
+        long for twice the frames). Whatever cycles other code makes meanwhile are collected once
+        the collector runs again."""
+        if len(view.text) < GC_PAUSE_CHARS or not gc.isenabled():
+            return self._detect_view(view, role, segment_id, step_id)
+        gc.disable()
+        try:
+            return self._detect_view(view, role, segment_id, step_id)
+        finally:
+            gc.enable()
+
+    def _detect_view(self, view: TextView, role: str | None, segment_id: str | None,
+                     step_id: str | None) -> DetectResult:
         found, timeouts = find_all(view, self.rules, role=role)
         diags: tuple = ()
         if timeouts:

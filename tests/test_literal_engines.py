@@ -564,3 +564,32 @@ def test_skipped_literals_are_only_those_every_rule_approximates():
     for cr in RULES:
         if not skipped.isdisjoint(cr.literal_keys):
             assert cr.approx is not None and cr.approx in set(sc.approx) | {""}, cr.id
+
+
+def test_a_long_text_is_detected_with_the_cyclic_collector_paused(monkeypatch):
+    import gc
+
+    import compactor.detect as detect_mod
+
+    seen = []
+    real = detect_mod.find_all
+
+    def spy(*a, **kw):
+        seen.append(gc.isenabled())
+        return real(*a, **kw)
+
+    monkeypatch.setattr(detect_mod, "find_all", spy)
+    long_text = "step ok\nerror: boom at a.py:3\n" * 4000
+    assert len(long_text) >= detect_mod.GC_PAUSE_CHARS
+    assert gc.isenabled()
+    try:
+        got = DET.detect(long_text, role="tool")
+        assert seen == [False] and gc.isenabled()  # paused while detecting, running again after
+        assert got.hits and got == DET.detect_view(TextView(long_text), role="tool")
+        DET.detect("error: short", role="tool")
+        assert seen[-1] is True  # a short text: left alone
+        gc.disable()  # the caller's choice stands
+        DET.detect(long_text, role="tool")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

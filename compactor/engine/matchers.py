@@ -477,8 +477,11 @@ class RegexRule(CompiledRule):
                     append(self._span(view, a, b, ls, le, nlines))
                     last_line = out[-1][3]
             return out
-        if spec.scope == "line" and len(cand) >= SPLIT_MIN and self.branches is not None:
-            return self._find_split(view, cand, budget, t0)
+        if spec.scope == "line" and len(cand) >= SPLIT_MIN:
+            if self.branches is not None:
+                return self._find_split(view, cand, budget, t0, self.branches)
+            if spec.group == 0:  # whether a line matches is all that counts: its distinct bodies, from C
+                return self._find_split(view, cand, budget, t0, [[self.pat, spec.pattern, (), (), False]])
         gate = self.gate
         group = spec.group
         seen: dict[str, tuple[int, int] | None] = {}  # body -> its match (a repeated line is searched once)
@@ -585,7 +588,8 @@ class RegexRule(CompiledRule):
         literal: every line would then be searched by several long patterns instead of one."""
         return _branch_table(self.spec.pattern, _flags(self.spec.flags))
 
-    def _find_split(self, view: TextView, cand: list[int], budget: float, t0: float):
+    def _find_split(self, view: TextView, cand: list[int], budget: float, t0: float,
+                    branches: list[list] | None = None):
         """Line-scope matching by branches: a line matches iff one of its branches does, and a
         branch is searched only on lines holding one of its literals (case-insensitive literals
         are checked on ASCII lines; a non-ASCII line is searched, since case folding can map
@@ -594,7 +598,8 @@ class RegexRule(CompiledRule):
         Branch by branch: the candidate lines are joined once, each branch's literals are found
         in that text with ``str.find`` (C speed, one step per line that holds one), and the
         branch is searched on those lines only; a line already matched is not searched again."""
-        got = _lines_matching(view, cand, self.branches, _flags(self.spec.flags), self.gate, budget, t0, self.id)
+        got = _lines_matching(view, cand, self.branches if branches is None else branches, _flags(self.spec.flags),
+                              self.gate, budget, t0, self.id)
         if not self.spec.context_before and not self.spec.context_after:  # whole lines, as _span makes them
             starts, lines = view.starts, view.lines
             return [(starts[i], starts[i] + len(lines[i]), i, i, False) for i in got]
@@ -958,11 +963,14 @@ def _bodies_matching(bodies: list[str], branches: list[list], flags: int, gate, 
                      rule_id: str) -> bytearray:
     """For each of ``bodies``, 1 if one of ``branches`` (and ``gate``, if given) matches it, else 0
     (see ``_lines_matching``)."""
-    joined = "\n".join(bodies)
-    jstarts = line_starts(bodies)
-    # ASCII literals are found in one byte per character (same offsets; characters outside Latin-1
-    # become '?', which can only add candidate lines): str.find on text with wide characters is slow
-    hay = joined if joined.isascii() else joined.encode("latin-1", "replace")
+    joined = hay = jstarts = None
+    if any(br[4] for br in branches):  # (a branch has literals to look up)
+        joined = "\n".join(bodies)
+        jstarts = line_starts(bodies)
+        # ASCII literals are found in one byte per character (same offsets; characters outside
+        # Latin-1 become '?', which can only add candidate lines): str.find on text with wide
+        # characters is slow
+        hay = joined if joined.isascii() else joined.encode("latin-1", "replace")
     low = None  # ASCII-lowered joined text (same offsets), for case-insensitive literals
     wide: list[int] | None = None  # the non-ASCII candidate lines
     ncand = len(bodies)
@@ -999,32 +1007,63 @@ def _bodies_matching(bodies: list[str], branches: list[list], flags: int, gate, 
             orders.append(sorted(ks))
         else:
             orders.append(range(ncand))
+    # the lines longer than 4096 characters, searched one by one with the time limit
+    long_bodies = {k for k, n in enumerate(map(len, bodies)) if n > 4096} if max(map(len, bodies), default=0) > 4096 \
+        else None
     for br, order in zip(branches, orders):
+        todo = list(filterfalse(matched.__getitem__, order))
+        if not todo:
+            continue
+        if br[0] is None:  # compiled on first use: most branches never find their literal
+            br[0] = _compile(br[1], flags)
         pat = br[0]
-        for k in order:
-            if matched[k]:
-                continue
-            body = bodies[k]
-            short = len(body) <= 4096  # searched directly (a longer line: with the time limit)
-            try:
-                if gate is not None:
-                    g = gated_out[k]
-                    if g == 0:
-                        g = gated_out[k] = 1 if (gate.search(body) if short else _search_line(gate, body, budget)) \
-                            is None else 2
-                    if g == 1:
-                        continue
-                searches += 1
-                if searches & 255 == 255 and time.process_time() - t0 > budget:
-                    raise RuleTimeout(rule_id)
-                if pat is None:  # compiled on first use: most branches never find their literal
-                    pat = br[0] = _compile(br[1], flags)
-                m = pat.search(body) if short else _search_line(pat, body, budget)
-            except TimeoutError:
-                raise RuleTimeout(rule_id) from None
-            if m is not None:
-                matched[k] = 1
+        if long_bodies:
+            searches = _search_each(bodies, [k for k in todo if k in long_bodies], pat, gate, gated_out, matched,
+                                    budget, t0, rule_id, searches)
+            todo = [k for k in todo if k not in long_bodies]
+        # short lines: the gate and the branch called from C, a chunk at a time (the time limit
+        # is checked between chunks, as often as the line-by-line loop checked it)
+        for lo in range(0, len(todo), 256):
+            if searches and time.process_time() - t0 > budget:
+                raise RuleTimeout(rule_id)
+            ks = todo[lo:lo + 256]
+            if gate is not None:
+                new = [k for k in ks if not gated_out[k]]
+                if new:
+                    for k, m in zip(new, map(gate.search, [bodies[k] for k in new])):
+                        gated_out[k] = 1 if m is None else 2
+                ks = [k for k in ks if gated_out[k] == 2]
+            searches += len(ks)
+            for k, m in zip(ks, map(pat.search, [bodies[k] for k in ks])):
+                if m is not None:
+                    matched[k] = 1
     return matched
+
+
+def _search_each(bodies: list[str], todo: list[int], pat, gate, gated_out: bytearray, matched: bytearray,
+                 budget: float, t0: float, rule_id: str, searches: int) -> int:
+    """``_bodies_matching``'s search of one branch, body by body (some are long: searched with the
+    time limit); returns the searches made so far."""
+    for k in todo:
+        body = bodies[k]
+        short = len(body) <= 4096
+        try:
+            if gate is not None:
+                g = gated_out[k]
+                if g == 0:
+                    g = gated_out[k] = 1 if (gate.search(body) if short else _search_line(gate, body, budget)) \
+                        is None else 2
+                if g == 1:
+                    continue
+            searches += 1
+            if searches & 255 == 255 and time.process_time() - t0 > budget:
+                raise RuleTimeout(rule_id)
+            m = pat.search(body) if short else _search_line(pat, body, budget)
+        except TimeoutError:
+            raise RuleTimeout(rule_id) from None
+        if m is not None:
+            matched[k] = 1
+    return searches
 
 
 def _has_lines(view: TextView, first: int, last: int, need: int) -> bool:
