@@ -1042,23 +1042,20 @@ def _bodies_matching(bodies: list[str], branches: list[list], flags: int, gate, 
 
 def _search_each(bodies: list[str], todo: list[int], pat, gate, gated_out: bytearray, matched: bytearray,
                  budget: float, t0: float, rule_id: str, searches: int) -> int:
-    """``_bodies_matching``'s search of one branch, body by body (some are long: searched with the
-    time limit); returns the searches made so far."""
+    """``_bodies_matching``'s search of one branch on the lines longer than 4096 characters, one
+    by one with the time limit; returns the searches made so far."""
     for k in todo:
         body = bodies[k]
-        short = len(body) <= 4096
         try:
             if gate is not None:
-                g = gated_out[k]
-                if g == 0:
-                    g = gated_out[k] = 1 if (gate.search(body) if short else _search_line(gate, body, budget)) \
-                        is None else 2
-                if g == 1:
+                if not gated_out[k]:
+                    gated_out[k] = 1 if _search_line(gate, body, budget) is None else 2
+                if gated_out[k] == 1:
                     continue
             searches += 1
             if searches & 255 == 255 and time.process_time() - t0 > budget:
                 raise RuleTimeout(rule_id)
-            m = pat.search(body) if short else _search_line(pat, body, budget)
+            m = _search_line(pat, body, budget)
         except TimeoutError:
             raise RuleTimeout(rule_id) from None
         if m is not None:
