@@ -212,14 +212,20 @@ def _in(hay, lit: str):
 _WIDE = ("wide",)  # key of the set of lines with a non-ASCII character in a view's literal cache
 
 
+def _wide_set(view: TextView) -> set[int]:
+    """The lines with a non-ASCII character, as a set made once per view (a log with progress bars
+    has thousands of them)."""
+    got = view._hits.get(_WIDE)
+    if got is None:
+        got = view._hits[_WIDE] = set(bytes_view(view)[2])
+    return got
+
+
 def _within(cand: list[int], near: list[int], view: TextView) -> list[int]:
     """The lines of ``cand`` (ascending) that are in ``near`` or hold a non-ASCII character
     (there an approximation promises nothing)."""
-    wide = bytes_view(view)[2]
-    if wide:
-        wide_set = view._hits.get(_WIDE)
-        if wide_set is None:  # once per view: a log with progress bars has thousands of such lines
-            wide_set = view._hits[_WIDE] = set(wide)
+    if bytes_view(view)[2]:
+        wide_set = _wide_set(view)
         if len(wide_set) < len(cand):
             # filtered from C: 'error' is on most lines of a CI log, and its rules' candidates
             # add up to some 30,000 lines per text (with a few non-ASCII lines to add to near)
@@ -240,13 +246,10 @@ def _near_holding(near: list[int], keys: list[tuple[str, bool]], view: TextView,
     the skipped literals are looked up in those lines only (``literals.holding_in``). The
     literals scanned have all their lines; those skipped have their non-ASCII lines under
     ``wide_key``."""
-    wide = bytes_view(view)[2]
     hits = view._hits
     wide_set: set[int] = set()
-    if wide:
-        wide_set = hits.get(_WIDE)
-        if wide_set is None:
-            wide_set = hits[_WIDE] = set(wide)
+    if bytes_view(view)[2]:
+        wide_set = _wide_set(view)
         near = list(filterfalse(wide_set.__contains__, near))
     out: set[int] = set(near) if implied else set()
     near_set = None
@@ -479,7 +482,7 @@ class RegexRule(CompiledRule):
             return out
         if spec.scope == "line" and len(cand) >= SPLIT_MIN:
             if self.branches is not None:
-                return self._find_split(view, cand, budget, t0, self.branches)
+                return self._find_split(view, cand, budget, t0)
             if spec.group == 0:  # whether a line matches is all that counts: its distinct bodies, from C
                 return self._find_split(view, cand, budget, t0, [[self.pat, spec.pattern, (), (), False]])
         gate = self.gate
