@@ -232,7 +232,7 @@ def test_spans_built_at_the_edge_equal_validated_ones():
 
 # ---- whole-text gates: the one pass also finds the candidate lines of a rule without prefilter ----
 
-from compactor.engine.literals import bytes_view, gate_fits_hyperscan, gate_key  # noqa: E402
+from compactor.engine.literals import CHUNK, bytes_view, gate_fits_hyperscan, gate_key, non_ascii_lines  # noqa: E402
 
 GATED_WHOLE = [cr for cr in RULES if getattr(cr, "text_gate", None) is not None]
 
@@ -326,6 +326,26 @@ def test_bytes_view_offsets_and_wide_lines():
     assert data[starts[3]:starts[3] + 4] == b"?? x" and data[starts[1]:starts[1] + 4] == b"\xe9 ok"
     assert wide == [1, 3, len(lines) - 2]
     assert bytes_view(TextView("plain\nascii")) == (b"plain\nascii", [0, 6], [])
+
+
+@pytest.mark.parametrize("at", [0, 1, 711, 712, 713, 1425, 1426, -2, -1])
+def test_a_long_text_is_encoded_run_by_run_as_one_piece(at):
+    # runs of about CHUNK characters: a wide line anywhere, at a run's edge too, reads the same
+    # as the whole text encoded at once
+    lines = [f"line {i:05d} " + "x" * 80 for i in range(2000)]  # 92 characters a line
+    lines[at] = lines[at][:40] + "’ é 中" + lines[at][40:]
+    lines[600] += "\u00ff"  # Latin-1: its own byte
+    text = "\n".join(lines)
+    assert len(text) > 2 * CHUNK
+    data, starts, wide = bytes_view(TextView(text))
+    assert data == text.encode("latin-1", "replace")
+    assert wide == sorted({600, at % len(lines)})
+    assert starts == TextView(text).starts
+
+
+@given(st.lists(st.sampled_from(["", "a", "plain ascii", "é", "x中", "\x7f", "\x80", "😀 end"]), max_size=40))
+def test_non_ascii_lines_are_every_line_with_a_wide_character(lines):
+    assert non_ascii_lines(lines) == [i for i, line in enumerate(lines) if any(ord(c) > 127 for c in line)]
 
 
 def test_a_gate_on_most_lines_falls_back_to_the_whole_text():

@@ -38,7 +38,7 @@ from ..normalize import CI_PREFIX, ci_prefixed
 from .branches import split_cached
 from .approx import approximate, implies_literal, line_local
 from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, holding_in,
-                       line_starts, lines_holding, literal_key, wide_key)
+                       line_starts, lines_holding, literal_key, non_ascii_lines, wide_key)
 from .records import FLAG_NAMES
 from ..lazyre import lazy_re, lazy_regex
 
@@ -997,7 +997,7 @@ def _bodies_matching(bodies: list[str], branches: list[list], flags: int, gate, 
                 ks.update(got)
             if ci:
                 if wide is None:
-                    wide = [] if joined.isascii() else [k for k, body in enumerate(bodies) if not body.isascii()]
+                    wide = [] if joined.isascii() else non_ascii_lines(bodies)
                 if low is None:
                     low = joined.lower() if joined.isascii() else joined.encode("latin-1", "replace").lower()
                 for lit in ci:
