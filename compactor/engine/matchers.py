@@ -955,6 +955,12 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
     else:
         bodies = [lines[i][prefix[i]:] if prefix[i] else lines[i] for i in cand]
     distinct = list(dict.fromkeys(bodies))
+    if gate is not None and any(br[4] for br in branches):
+        # the gate first, on every distinct body: it rules out most of them, and the branches'
+        # literals are then looked up in the few it lets through
+        passed = _bodies_matching(distinct, [[gate, None, (), (), False]], flags, None, budget, t0, rule_id)
+        distinct = list(compress(distinct, passed))
+        gate = None
     if len(distinct) == len(bodies):
         return list(compress(cand, _bodies_matching(bodies, branches, flags, gate, budget, t0, rule_id)))
     matched = _bodies_matching(distinct, branches, flags, gate, budget, t0, rule_id)
