@@ -107,6 +107,7 @@ class LiteralScanner:
         # approximation (and the non-ASCII lines holding a literal, ``wide_key``) instead
         self._covered = covered
         self.skipped: list[tuple[tuple[str, bool], bytes, bool]] = []
+        self._no_wide: dict = {}  # the skipped literals' entries of a view without a non-ASCII line
         # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan;
         # the empty one (a pattern that needs a non-ASCII character) matches no ASCII line: not scanned.
         # Given as a function, they are worked out when hyperscan is first prepared (a short text
@@ -208,6 +209,7 @@ class LiteralScanner:
         skip = self._covered(set(self.approx) | ({""} if self._non_ascii_only else set()))
         # (a literal across lines is looked up as lines_with does it: not skipped)
         self.skipped = [bk for bk in self._bytes_keys if bk[0] in skip and b"\n" not in bk[1]]
+        self._no_wide = {wide_key(key): () for key, _, _ in self.skipped}
         if self.skipped:
             self._bytes_keys = [bk for bk in self._bytes_keys if bk[0] not in skip]
             self._index_keys()
@@ -316,7 +318,11 @@ class LiteralScanner:
         """The lines with a non-ASCII character that hold each literal left out of the scan (where
         the approximations promise nothing), under ``wide_key``; returns the literal keys found
         there."""
-        got = holding_in(view, bytes_view(view)[2], self.skipped)
+        wide = bytes_view(view)[2]
+        if not wide:  # no line can hold them (most texts): the same empty entries for every such view
+            view._hits.update(self._no_wide)
+            return []
+        got = holding_in(view, wide, self.skipped)
         view._hits.update((wide_key(key), lines) for key, lines in got.items())
         return [key for key, lines in got.items() if lines]
 
