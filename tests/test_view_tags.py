@@ -41,3 +41,30 @@ def test_scanned_view_reads_the_tagged_lines_from_the_scan(engine):
     other = TextView(TEXT)
     other._hits[key] = [1]
     assert other.prefix == [0, 11, 29, 0, 0, 0]
+
+
+# ---- CI timestamp prefixes, worked out for a whole log at once ------------------------------------
+from hypothesis import given, strategies as st  # noqa: E402
+
+from compactor.engine.matchers import _ci_prefix, _ci_prefixes  # noqa: E402
+
+_GHA = "2022-05-30T09:10:31.1584995Z "
+_line = st.one_of(
+    st.sampled_from(["", "plain", "Z ", "x" * 27 + "Z ", "20", "2022-05-30T09:10:31Z ",
+                     "2022-05-30T09:10:31.15Z ok", "2022-05-30 09:10:31.1584995Z ", "\u0662" + _GHA[1:]]),
+    st.builds(lambda body: _GHA + body, st.text(max_size=8)),
+    # the timestamp with one character changed (a near miss anywhere in it)
+    st.builds(lambda i, c: _GHA[:i] + c + _GHA[i + 1:], st.integers(0, 28), st.sampled_from("9-:.TZ x\u0663")),
+)
+
+
+@given(st.lists(_line, max_size=30), st.integers(0, 4))
+def test_the_prefixes_of_a_log_at_once_are_those_line_by_line(lines, gha_lines):
+    lines = [_GHA + "step"] * gha_lines + lines  # most of a log is prefixed
+    assert _ci_prefixes(lines) == [_ci_prefix(line) for line in lines]
+
+
+def test_a_github_actions_log_has_its_timestamps_skipped():
+    lines = [_GHA + f"line {i}" for i in range(500)] + ["", "no stamp", _GHA]
+    assert _ci_prefixes(lines) == [29] * 500 + [0, 0, 29]
+    assert TextView("\n".join(lines)).prefix == [29] * 500 + [0, 0, 29]
