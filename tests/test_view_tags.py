@@ -44,7 +44,7 @@ def test_scanned_view_reads_the_tagged_lines_from_the_scan(engine):
 
 
 # ---- CI timestamp prefixes, worked out for a whole log at once ------------------------------------
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import example, given, strategies as st  # noqa: E402
 
 from compactor.engine.matchers import _ci_prefix, _ci_prefixes  # noqa: E402
 
@@ -59,6 +59,8 @@ _line = st.one_of(
 
 
 @given(st.lists(_line, max_size=30), st.integers(0, 4))
+@example(["9022-05-30T09:10:31.1584995Z "], 0)  # the shape of a timestamp, but a year _ci_prefix refuses
+@example([_GHA + "a", "1999-05-30T09:10:31.1584995Z b"], 2)
 def test_the_prefixes_of_a_log_at_once_are_those_line_by_line(lines, gha_lines):
     lines = [_GHA + "step"] * gha_lines + lines  # most of a log is prefixed
     assert _ci_prefixes(lines) == [_ci_prefix(line) for line in lines]
@@ -68,3 +70,13 @@ def test_a_github_actions_log_has_its_timestamps_skipped():
     lines = [_GHA + f"line {i}" for i in range(500)] + ["", "no stamp", _GHA]
     assert _ci_prefixes(lines) == [29] * 500 + [0, 0, 29]
     assert TextView("\n".join(lines)).prefix == [29] * 500 + [0, 0, 29]
+
+
+def test_every_one_character_change_of_a_timestamp_reads_as_line_by_line():
+    chars = [chr(c) for c in range(32, 127)] + ["\u0663", "\uff11", "é", "\t"]
+    lines = [_GHA + "ok"] * 3
+    for i in range(29):
+        for c in chars:
+            changed = _GHA[:i] + c + _GHA[i + 1:] + "x"
+            got = _ci_prefixes(lines + [changed])
+            assert got == [_ci_prefix(line) for line in lines + [changed]], (i, c)
