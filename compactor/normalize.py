@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .lazyre import lazy_re, lazy_regex
 
-__all__ = ["CI_PREFIX", "ci_prefixed", "normalize", "normalize_line", "strip_ansi"]
+__all__ = ["CI_PREFIX", "ci_prefixed", "ci_prefixed_somewhere", "normalize", "normalize_line", "strip_ansi"]
 
 # CSI (colours, cursor moves, bracketed paste), OSC (titles, hyperlinks), and lone ESC-x pairs.
 # Explicit character ranges only (no \s, \d, \w or flags), so the standard ``re`` module reads it
@@ -24,6 +24,21 @@ def ci_prefixed(line: str) -> bool:
     match has '-' at index 4 and 'T' at index 10: checked first, most lines never run the
     pattern (and a log without timestamps never compiles it)."""
     return line[4:5] == "-" and line[10:11] == "T" and CI_PREFIX.match(line) is not None
+
+
+PREFIX_SAMPLES = 64  # lines spread over a text that say whether its lines carry CI timestamps
+
+
+def ci_prefixed_somewhere(lines: list[str]) -> bool:
+    """Do the lines carry CI timestamps (``ci_prefixed``)? The first five lines are looked at and
+    ``PREFIX_SAMPLES`` more spread evenly over the rest (every line of a short text): a log
+    pasted or concatenated after lines without timestamps still has its own skipped, while a
+    text without any pays a few dozen checks."""
+    if len(lines) > 5 + PREFIX_SAMPLES:
+        sample = lines[:5] + lines[5::(len(lines) - 5) // PREFIX_SAMPLES]
+    else:
+        sample = lines
+    return any(map(ci_prefixed, sample))
 
 
 def strip_ansi(text: str) -> str:

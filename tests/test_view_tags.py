@@ -80,3 +80,28 @@ def test_every_one_character_change_of_a_timestamp_reads_as_line_by_line():
             changed = _GHA[:i] + c + _GHA[i + 1:] + "x"
             got = _ci_prefixes(lines + [changed])
             assert got == [_ci_prefix(line) for line in lines + [changed]], (i, c)
+
+
+def test_timestamps_are_skipped_in_a_log_that_follows_lines_without_them():
+    # a plain log, then a GitHub Actions one (cat a.log b.log): the second one's lines are read
+    # without their timestamps, so its line-anchored failures are found
+    plain = [f"[INFO] building module {i}" for i in range(400)]
+    gha = [_GHA + "##[group]Run make test", _GHA + "FAIL\tgithub.com/acme/pool\t0.012s",
+           _GHA + "--- FAIL: TestAcquire (0.00s)"] + [_GHA + f"ok {i}" for i in range(40)]
+    view = TextView("\n".join(plain + gha))
+    assert view.prefix[:400] == [0] * 400 and view.prefix[400:] == [29] * len(gha)
+    hits = Detector(load_rules()).detect("\n".join(plain + gha), role="tool").hits
+    found = {(h.rule_id, h.line_start) for h in hits}
+    assert ("test-failure.summary", 402) in found and ("test-failure.summary", 403) in found
+
+
+def test_the_sample_sees_a_timestamped_stretch_anywhere_in_a_long_text():
+    from compactor.normalize import PREFIX_SAMPLES, ci_prefixed_somewhere
+
+    n = 50 * PREFIX_SAMPLES
+    for at in (0, 7, n // 2, n - 60):
+        lines = ["plain"] * n
+        lines[at:at + 60] = [_GHA + "x"] * 60  # a stretch longer than the sampling step
+        assert ci_prefixed_somewhere(lines), at
+    assert not ci_prefixed_somewhere(["plain"] * n)
+    assert ci_prefixed_somewhere(["plain"] * 30 + [_GHA])  # a short text: every line

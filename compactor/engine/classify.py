@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from ..normalize import CI_PREFIX, ci_prefixed
+from ..normalize import CI_PREFIX, ci_prefixed_somewhere
 from ..record import Record
 from ..syntax import placeholder_safe
 from ..lazyre import lazy_regex
@@ -210,7 +210,7 @@ class Classifier:
     def classify(self, text: str, *, command: str | None = None, exit_code: int | None = None,
                  lines: list[str] | None = None) -> Classification | None:
         lines = lines if lines is not None else text.split("\n")
-        if any(map(ci_prefixed, lines[:5])):
+        if ci_prefixed_somewhere(lines):
             # CI logs (GitHub Actions raw logs): rules see the lines without the timestamp
             text = _CI_PREFIX_LINE.sub("", text)
             lines = text.split("\n")
