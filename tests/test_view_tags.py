@@ -46,7 +46,7 @@ def test_scanned_view_reads_the_tagged_lines_from_the_scan(engine):
 # ---- CI timestamp prefixes, worked out for a whole log at once ------------------------------------
 from hypothesis import example, given, strategies as st  # noqa: E402
 
-from compactor.engine.matchers import _ci_prefix, _ci_prefixes  # noqa: E402
+from compactor.normalize import ci_prefix_length, ci_prefix_lengths  # noqa: E402
 
 _GHA = "2022-05-30T09:10:31.1584995Z "
 _line = st.one_of(
@@ -59,16 +59,16 @@ _line = st.one_of(
 
 
 @given(st.lists(_line, max_size=30), st.integers(0, 4))
-@example(["9022-05-30T09:10:31.1584995Z "], 0)  # the shape of a timestamp, but a year _ci_prefix refuses
+@example(["9022-05-30T09:10:31.1584995Z "], 0)  # the shape of a timestamp, but a year ci_prefix_length refuses
 @example([_GHA + "a", "1999-05-30T09:10:31.1584995Z b"], 2)
 def test_the_prefixes_of_a_log_at_once_are_those_line_by_line(lines, gha_lines):
     lines = [_GHA + "step"] * gha_lines + lines  # most of a log is prefixed
-    assert _ci_prefixes(lines) == [_ci_prefix(line) for line in lines]
+    assert ci_prefix_lengths(lines) == [ci_prefix_length(line) for line in lines]
 
 
 def test_a_github_actions_log_has_its_timestamps_skipped():
     lines = [_GHA + f"line {i}" for i in range(500)] + ["", "no stamp", _GHA]
-    assert _ci_prefixes(lines) == [29] * 500 + [0, 0, 29]
+    assert ci_prefix_lengths(lines) == [29] * 500 + [0, 0, 29]
     assert TextView("\n".join(lines)).prefix == [29] * 500 + [0, 0, 29]
 
 
@@ -78,8 +78,8 @@ def test_every_one_character_change_of_a_timestamp_reads_as_line_by_line():
     for i in range(29):
         for c in chars:
             changed = _GHA[:i] + c + _GHA[i + 1:] + "x"
-            got = _ci_prefixes(lines + [changed])
-            assert got == [_ci_prefix(line) for line in lines + [changed]], (i, c)
+            got = ci_prefix_lengths(lines + [changed])
+            assert got == [ci_prefix_length(line) for line in lines + [changed]], (i, c)
 
 
 def test_timestamps_are_skipped_in_a_log_that_follows_lines_without_them():

@@ -29,7 +29,7 @@ from ..detect import Detector
 from ..engine.classify import Classification, Classifier
 from ..engine.matchers import TextView
 from ..models import Diagnostic, Placeholder, Span
-from ..normalize import normalize
+from ..normalize import ci_prefix_length, normalize
 from ..record import Field, Record
 from ..syntax import ELIDED_TRACE_LINE, PLACEHOLDER_LINE, elided_trace_summary, placeholder_line
 from ..tokens import get_counter
@@ -73,9 +73,7 @@ _GO_FILE = lazy_regex(r"^\s+\S+\.go:\d+")
 
 def _body(line: str) -> str:
     """The line without a CI timestamp prefix, cut to a bounded length."""
-    from ..engine.matchers import _ci_prefix
-
-    return line[_ci_prefix(line):][:2000]
+    return line[ci_prefix_length(line):][:2000]
 
 
 def _elidable(lines: list[str], i: int, a: int, b: int) -> bool:

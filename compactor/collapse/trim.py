@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TextIO
 
 from ..detect import Detector
 from ..engine.matchers import TextView
-from ..normalize import normalize_line
+from ..normalize import ci_prefix_length, normalize_line
 from ..plain import Factory, FrozenPlain, Plain
 from .fold import informative, short, summarize, template_of
 from ..lazyre import lazy_regex
@@ -240,13 +240,8 @@ def _nbytes(s: str) -> int:
 
 def _body(line: str) -> str:
     """A line without its CI timestamp prefix."""
-    if line[:2] == "20" and len(line) > 20:
-        from ..engine.matchers import _ci_prefix
-
-        n = _ci_prefix(line)
-        if n:
-            return line[n:]
-    return line
+    n = ci_prefix_length(line)
+    return line[n:] if n else line
 
 
 class _Region(Plain):

@@ -29,12 +29,12 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, bisect_right
 from functools import cached_property, lru_cache
-from itertools import chain, compress, filterfalse, repeat
+from itertools import compress, filterfalse
 from operator import itemgetter, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RuleTimeout
-from ..normalize import CI_PREFIX, ci_prefixed_somewhere
+from ..normalize import ci_prefix_lengths, ci_prefixed_somewhere
 from .branches import split_cached
 from .approx import approximate, implies_literal, line_local
 from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, holding_in,
@@ -93,7 +93,7 @@ class TextView:
         self.starts = line_starts(self.lines)
         # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
         if ci_prefixed_somewhere(self.lines):
-            self._prefix = _ci_prefixes(self.lines)
+            self._prefix = ci_prefix_lengths(self.lines)
 
     @property
     def prefix(self) -> list[int] | None:
@@ -274,67 +274,6 @@ def _near_holding(near: list[int], keys: list[tuple[str, bool]], view: TextView,
         for lines in holding_in(view, near, look).values():
             out.update(lines)
     return sorted(out)
-
-
-_GHA_HEAD = itemgetter(slice(0, 29))
-_GHA_SHAPE = b"9999-99-99T99:99:99.9999999Z \n"  # its shape, every digit read as 9
-_GHA_HEAD_SHAPE = _GHA_SHAPE[:-1]
-_DIGITS_AS_9 = bytes.maketrans(b"0123456789", b"9999999999")
-
-
-def _ci_prefixes(lines: list[str]) -> list[int]:
-    """``_ci_prefix`` of every line. A GitHub Actions log puts the same 29-character timestamp
-    in front of nearly every line: the lines with 'Z ' at that place are checked at once (their
-    first 29 characters joined, encoded, every digit read as 9, and compared with that shape
-    repeated; the year starts with '20', as ``_ci_prefix`` wants), record by record when the whole
-    does not fit, and of the other lines only those starting with '20' one by one (a log without
-    timestamps pasted before or after one with them costs C-level passes, no Python step per
-    line). The same lengths as ``_ci_prefix`` line by line, in half the time."""
-    n = len(lines)
-    at = bytes(map(str.startswith, lines, repeat("Z "), repeat(27)))  # 1 where a 29-character prefix may end
-    k = at.count(1)
-    out = [0] * n
-    todo: list[int] = []  # candidates that do not have the shape: looked at one by one
-    if k:
-        # each head: its 29 characters and a newline (a character outside ASCII reads as '?')
-        raw = "\n".join(map(_GHA_HEAD, compress(lines, at))).encode("ascii", "replace") + b"\n"
-        shape = raw.translate(_DIGITS_AS_9)
-        if shape == _GHA_SHAPE * k and raw[0::30] == b"2" * k and raw[1::30] == b"0" * k:
-            out = [29] * n if k == n else list(map((29).__mul__, at))  # 29 where the shape holds
-        else:  # which heads fit, record by record
-            fit = bytes(map(_GHA_HEAD_SHAPE.__eq__, shape.split(b"\n")))
-            year = bytes(map(bytes.startswith, raw.split(b"\n"), repeat(b"20")))
-            for i, f, y in zip(compress(range(n), at), fit, year):
-                if f and y:
-                    out[i] = 29
-                else:
-                    todo.append(i)
-    if k < n:
-        # the other lines: only one starting with '20' can carry a prefix
-        if (n - k) * 16 < n:  # a few (lines the log wrapped): found one by one
-            i = at.find(0)
-            while i != -1:
-                if lines[i].startswith("20"):
-                    todo.append(i)
-                i = at.find(0, i + 1)
-        else:
-            other = bytes(map(not_, at))
-            todo += compress(compress(range(n), other), map(str.startswith, compress(lines, other), repeat("20")))
-    for i in todo:
-        out[i] = _ci_prefix(lines[i])
-    return out
-
-
-def _ci_prefix(line: str) -> int:
-    """Length of a CI timestamp prefix ('2022-05-30T09:10:41.3367743Z '), 0 if none."""
-    if line[:2] != "20" or len(line) < 21 or line[10] != "T" or line[4] != "-":
-        return 0  # (every match of CI_PREFIX has '-' at 4 and 'T' at 10: a '2024-05-01 12:30' log time has not)
-    # fast path: GitHub Actions prints exactly 7 fraction digits (29 characters with the space)
-    if line[27:29] == "Z " and line[10] == "T" and line[19] == "." and line[4] == "-" and line[20:27].isdigit() \
-            and line[:4].isdigit() and line[11:13].isdigit():
-        return 29
-    m = CI_PREFIX.match(line)
-    return m.end() if m else 0
 
 
 def _flags(names: Iterable[str]) -> int:
