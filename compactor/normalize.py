@@ -8,7 +8,7 @@ only its final state. The original bytes are what the store keeps.
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import itemgetter, not_
+from operator import itemgetter
 
 from .lazyre import lazy_re, lazy_regex
 
@@ -47,48 +47,44 @@ def ci_prefixed_somewhere(lines: list[str]) -> bool:
 
 _GHA_HEAD = itemgetter(slice(0, 29))
 _GHA_SHAPE = b"9999-99-99T99:99:99.9999999Z \n"  # its shape, every digit read as 9
-_GHA_HEAD_SHAPE = _GHA_SHAPE[:-1]
+_GHA_RUN = lazy_re(rb"(?:9999-99-99T99:99:99\.9999999Z \n)*+")  # heads that fit, one after another
 _DIGITS_AS_9 = bytes.maketrans(b"0123456789", b"9999999999")
+_AS_29 = bytes.maketrans(b"\x01", b"\x1d")  # a line's flag (1: the prefix fits) as its length
 
 
 def ci_prefix_lengths(lines: list[str]) -> list[int]:
     """``ci_prefix_length`` of every line. A GitHub Actions log puts the same 29-character timestamp
-    in front of nearly every line: the lines with 'Z ' at that place are checked at once (their
-    first 29 characters joined, encoded, every digit read as 9, and compared with that shape
-    repeated; the year starts with '20', as ``ci_prefix_length`` wants), record by record when the whole
-    does not fit, and of the other lines only those starting with '20' one by one (a log without
-    timestamps pasted before or after one with them costs C-level passes, no Python step per
-    line). The same lengths as ``ci_prefix_length`` line by line, in half the time."""
+    in front of nearly every line, and only a line starting with '20' can carry a prefix: the
+    heads of those lines (their first 29 characters) are joined, encoded, every digit read as 9,
+    and compared with that shape repeated. When one does not fit (a shorter line, another date),
+    each run of heads that fit is skipped by one match, and only the heads that do not fit are
+    looked at one by one. Every step over all the lines is a C-level pass: the same lengths as
+    ``ci_prefix_length`` line by line, in about a quarter of the time."""
     n = len(lines)
-    at = bytes(map(str.startswith, lines, repeat("Z "), repeat(27)))  # 1 where a 29-character prefix may end
-    k = at.count(1)
-    out = [0] * n
-    todo: list[int] = []  # candidates that do not have the shape: looked at one by one
-    if k:
-        # each head: its 29 characters and a newline (a character outside ASCII reads as '?')
-        raw = "\n".join(map(_GHA_HEAD, compress(lines, at))).encode("ascii", "replace") + b"\n"
-        shape = raw.translate(_DIGITS_AS_9)
-        if shape == _GHA_SHAPE * k and raw[0::30] == b"2" * k and raw[1::30] == b"0" * k:
-            out = [29] * n if k == n else list(map((29).__mul__, at))  # 29 where the shape holds
-        else:  # which heads fit, record by record
-            fit = bytes(map(_GHA_HEAD_SHAPE.__eq__, shape.split(b"\n")))
-            year = bytes(map(bytes.startswith, raw.split(b"\n"), repeat(b"20")))
-            for i, f, y in zip(compress(range(n), at), fit, year):
-                if f and y:
-                    out[i] = 29
-                else:
-                    todo.append(i)
-    if k < n:
-        # the other lines: only one starting with '20' can carry a prefix
-        if (n - k) * 16 < n:  # a few (lines the log wrapped): found one by one
-            i = at.find(0)
-            while i != -1:
-                if lines[i].startswith("20"):
-                    todo.append(i)
-                i = at.find(0, i + 1)
-        else:
-            other = bytes(map(not_, at))
-            todo += compress(compress(range(n), other), map(str.startswith, compress(lines, other), repeat("20")))
+    s20 = bytes(map(str.startswith, lines, repeat("20")))
+    k = s20.count(1)
+    if not k:
+        return [0] * n
+    # each head and a newline (a character outside ASCII reads as '?', a short line is short)
+    shape = ("\n".join(map(_GHA_HEAD, compress(lines, s20))).encode("ascii", "replace") + b"\n").translate(_DIGITS_AS_9)
+    if shape == _GHA_SHAPE * k:
+        return [29] * n if k == n else list(s20.translate(_AS_29))
+    where = list(compress(range(n), s20))  # head -> line
+    fit = bytearray(s20)  # 1 where the prefix is the 29 characters
+    todo = []
+    run = _GHA_RUN.match
+    pos = head = 0
+    end_all = len(shape)
+    while True:
+        end = run(shape, pos).end()
+        head += (end - pos) // 30
+        if end == end_all:
+            break
+        todo.append(where[head])  # a head that does not fit, up to its newline
+        fit[where[head]] = 0
+        pos = shape.index(b"\n", end) + 1
+        head += 1
+    out = list(fit.translate(_AS_29))
     for i in todo:
         out[i] = ci_prefix_length(lines[i])
     return out

@@ -61,6 +61,7 @@ _line = st.one_of(
 @given(st.lists(_line, max_size=30), st.integers(0, 4))
 @example(["9022-05-30T09:10:31.1584995Z "], 0)  # the shape of a timestamp, but a year ci_prefix_length refuses
 @example([_GHA + "a", "1999-05-30T09:10:31.1584995Z b"], 2)
+@example(["20", _GHA + "a", "2022-05-30T09:10:31Z x", _GHA + "b", "2022-05-30T09:10:31Z y"], 3)  # short heads between
 def test_the_prefixes_of_a_log_at_once_are_those_line_by_line(lines, gha_lines):
     lines = [_GHA + "step"] * gha_lines + lines  # most of a log is prefixed
     assert ci_prefix_lengths(lines) == [ci_prefix_length(line) for line in lines]
