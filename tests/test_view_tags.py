@@ -97,12 +97,15 @@ def test_timestamps_are_skipped_in_a_log_that_follows_lines_without_them():
 
 
 def test_the_sample_sees_a_timestamped_stretch_anywhere_in_a_long_text():
-    from compactor.normalize import PREFIX_SAMPLES, ci_prefixed_somewhere
+    from compactor.normalize import PREFIX_SAMPLES, PREFIX_STRIDE, ci_prefixed_somewhere
 
-    n = 50 * PREFIX_SAMPLES
-    for at in (0, 7, n // 2, n - 60):
-        lines = ["plain"] * n
-        lines[at:at + 60] = [_GHA + "x"] * 60  # a stretch longer than the sampling step
-        assert ci_prefixed_somewhere(lines), at
-    assert not ci_prefixed_somewhere(["plain"] * n)
+    for n in (2 * PREFIX_SAMPLES, 50 * PREFIX_SAMPLES, 500 * PREFIX_SAMPLES):
+        for at in (0, 3, 7, n // 3, n // 2 + 1, n - PREFIX_STRIDE - 1, n - PREFIX_STRIDE):
+            lines = ["plain"] * n
+            # a stretch of PREFIX_STRIDE lines (in a long text, 64 samples would be thousands of lines apart)
+            lines[at:at + PREFIX_STRIDE] = [_GHA + "x"] * PREFIX_STRIDE
+            assert ci_prefixed_somewhere(lines), (n, at)
+            assert ci_prefix_lengths(lines)[at:at + PREFIX_STRIDE] == [29] * PREFIX_STRIDE
+        assert not ci_prefixed_somewhere(["plain"] * n)
+        assert not ci_prefixed_somewhere(["2024-05-01 12:30:45,123 INFO plain"] * n)  # a date, not a CI timestamp
     assert ci_prefixed_somewhere(["plain"] * 30 + [_GHA])  # a short text: every line
