@@ -109,3 +109,22 @@ def test_the_sample_sees_a_timestamped_stretch_anywhere_in_a_long_text():
         assert not ci_prefixed_somewhere(["plain"] * n)
         assert not ci_prefixed_somewhere(["2024-05-01 12:30:45,123 INFO plain"] * n)  # a date, not a CI timestamp
     assert ci_prefixed_somewhere(["plain"] * 30 + [_GHA])  # a short text: every line
+
+
+def test_prefixes_read_line_by_line_or_together_agree_with_the_full_list():
+    # detection reads the prefixes of the lines the rules look at (worked out on first use); the
+    # full list afterwards keeps what was read, tags included, and works out the rest
+    lines = TEXT.split("\n") + [_GHA + "x", "plain", _GHA + "CRASH LOG: y", "2022-05-30T09:10:31Z z"]
+    text = "\n".join(lines)
+    expected = TextView(text).prefix
+    assert expected == [0, 11, 40, 0, 11, 0, 29, 0, 40, 21]
+    for order in ([8, 2], [0, 9], [6], [], [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]):
+        view = TextView(text)
+        bodies = view.bodies(order)
+        assert bodies == [lines[i][expected[i]:] for i in order]
+        assert [view.body(i) for i in range(len(lines))] == [line[k:] for line, k in zip(lines, expected)]
+        assert [view.body_start(i) for i in range(len(lines))] == [s + k for s, k in zip(view.starts, expected)]
+        assert view.prefix == expected and isinstance(view.prefix, list)
+    view = TextView(text)
+    assert view.bodies(range(3, 7)) == [lines[i][expected[i]:] for i in range(3, 7)]
+    assert TextView("plain\ntext").prefix_at is None and TextView("plain\ntext").bodies([1, 0]) == ["text", "plain"]

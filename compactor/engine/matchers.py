@@ -34,7 +34,7 @@ from operator import itemgetter, not_, or_
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RuleTimeout
-from ..normalize import ci_prefix_lengths, ci_prefixed_somewhere
+from ..normalize import ci_prefix_length, ci_prefix_lengths, ci_prefixed_somewhere
 from .branches import split_cached
 from .approx import approximate, implies_literal, line_local
 from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, holding_in,
@@ -64,6 +64,22 @@ SPLIT_MIN = 64  # candidate lines from which a line-scope rule runs as gated bra
 APPROX_SHARE = 0.05
 
 
+class _LazyPrefix(dict):
+    """Line number -> the length of its CI timestamp prefix, worked out on first use of the line.
+    Detection reads the prefixes of the lines the rules look at (3,879 of the 36,846 lines of the
+    real CI logs of the corpus concatenated), far fewer than every line (``TextView.prefix``)."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self, lines: list[str]):
+        super().__init__()
+        self.lines = lines
+
+    def __missing__(self, i: int) -> int:
+        k = self[i] = ci_prefix_length(self.lines[i])
+        return k
+
+
 class TextView:
     """A text split into lines, with offsets, a lazily lowered copy and CI prefixes skipped.
 
@@ -77,7 +93,7 @@ class TextView:
 
     def __init__(self, text: str):
         self.text = text
-        self._prefix: list[int] | None = None
+        self._prefix: list[int] | dict[int, int] | None = None
         self._tagged = False  # the engine prefixes (ENGINE_PREFIXES) are not looked for yet
         self._lower: str | None = None
         self._hay_ci: tuple | None = None
@@ -91,16 +107,30 @@ class TextView:
     def _split(self) -> None:
         self.lines = self.text.split("\n")
         self.starts = line_starts(self.lines)
-        # CI timestamp prefixes: rules see the line without it (offsets are mapped back).
+        # CI timestamp prefixes: rules see the line without it (offsets are mapped back), each
+        # line's worked out when a rule first reads it (prefix_at), every line's when asked (prefix)
         if ci_prefixed_somewhere(self.lines):
-            self._prefix = ci_prefix_lengths(self.lines)
+            self._prefix = _LazyPrefix(self.lines)
+
+    @property
+    def prefix_at(self) -> list[int] | dict[int, int] | None:
+        """Per line number, the length of the prefix rules do not see (None: no line has one), to
+        be read line by line (``pre[i]``; a mapping filled on first use of a line when the text
+        carries CI timestamps): what the rules use. ``prefix`` is the list of every line's."""
+        if not self._tagged:
+            self._tag()
+        return self._prefix
 
     @property
     def prefix(self) -> list[int] | None:
         """Per line, the length of the prefix rules do not see (None: no line has one)."""
-        if not self._tagged:
-            self._tag()
-        return self._prefix
+        pre = self.prefix_at
+        if isinstance(pre, _LazyPrefix):  # every line's, with what was read (or tagged) kept
+            full = ci_prefix_lengths(self.lines)
+            for i, k in pre.items():
+                full[i] = k
+            self._prefix = pre = full
+        return pre
 
     def _tag(self) -> None:
         """A fuzzing engine's log prefix in front of the target's own output (Centipede's
@@ -138,12 +168,32 @@ class TextView:
 
     def body(self, i: int) -> str:
         """Line i as rules see it (CI prefix removed)."""
-        if self.prefix is None or not self.prefix[i]:
+        pre = self.prefix_at
+        if pre is None or not pre[i]:
             return self.lines[i]
-        return self.lines[i][self.prefix[i]:]
+        return self.lines[i][pre[i]:]
+
+    def bodies(self, idx: Iterable[int]) -> list[str]:
+        """The lines ``idx`` as rules see them (``body`` of each): the prefixes not read yet are
+        worked out together (``ci_prefix_lengths``, C-level passes), not one call per line."""
+        lines = self.lines
+        if isinstance(idx, range) and idx.step == 1:
+            got = lines[idx.start:idx.stop]
+        else:
+            idx = idx if isinstance(idx, list) else list(idx)
+            got = [lines[i] for i in idx] if len(idx) < 2 else list(itemgetter(*idx)(lines))
+        pre = self.prefix_at
+        if pre is None:
+            return got
+        if isinstance(pre, _LazyPrefix):
+            new = list(filterfalse(pre.__contains__, idx))
+            if new:
+                pre.update(zip(new, ci_prefix_lengths([lines[i] for i in new])))
+        return [x[k:] if k else x for x, k in zip(got, map(pre.__getitem__, idx))]
 
     def body_start(self, i: int) -> int:
-        return self.starts[i] + (self.prefix[i] if self.prefix is not None else 0)
+        pre = self.prefix_at
+        return self.starts[i] + (pre[i] if pre is not None else 0)
 
     def _ci_haystack(self) -> tuple:
         """(haystack, encoded?) for case-insensitive search of ASCII literals, offsets = str offsets.
@@ -645,12 +695,7 @@ class LineBlockRule(CompiledRule):
         start pattern matches, 0 where it does not, 2 for a line of more than 4096 characters
         (left to the line-by-line search with its time limit). Each line body is searched once
         (``memo``: body -> 0/1; the frames of a recursion repeat), the searches called from C."""
-        lines = view.lines
-        pre = view.prefix
-        sub = list(sub)
-        bodies = [lines[i] for i in sub] if len(sub) < 2 else list(itemgetter(*sub)(lines))
-        if pre is not None:
-            bodies = [x[k:] if k else x for x, k in zip(bodies, [pre[i] for i in sub])]
+        bodies = view.bodies(sub)
         longest = max(map(len, bodies))
         todo = bodies if longest <= 4096 else [x for x in bodies if len(x) <= 4096]
         new = list(filterfalse(memo.__contains__, dict.fromkeys(todo)))
@@ -665,12 +710,7 @@ class LineBlockRule(CompiledRule):
         line-by-line loop decides it: BLANK first, then END (the end pattern matches), then CONT
         (a continue pattern does), else 0. Each line body is classified once (``memo``: body ->
         class), by the same searches, called from C."""
-        lines = view.lines
-        pre = view.prefix
-        if pre is None:
-            bodies = lines[lo:hi]
-        else:
-            bodies = [x[k:] if k else x for x, k in zip(lines[lo:hi], pre[lo:hi])]
+        bodies = view.bodies(range(lo, hi))
         new = list(filterfalse(memo.__contains__, dict.fromkeys(bodies)))
         if new and (self.end is None and not any(map(not_, new)) and not any(map(str.isspace, new))):
             # no blank line, no end pattern (the frames of a long trace): the first continue
@@ -710,7 +750,7 @@ class LineBlockRule(CompiledRule):
         start = self.start
         start_search = start.search
         all_lines = view.lines
-        pre = view.prefix
+        pre = view.prefix_at
         starts = view.starts
         text_end = len(view.text) + 1  # where a line after the last one would start
         # many candidate lines (a long trace): the start pattern is tried on a chunk of them at once
@@ -779,7 +819,7 @@ class LineBlockRule(CompiledRule):
                 # block is classified a window of lines at a time (each distinct line once, the
                 # searches called from C) and a run of continuation lines is taken in one step
                 lines = view.lines
-                prefix = view.prefix
+                prefix = view.prefix_at
                 end_pat = self.end
                 end_search = end_pat.search if end_pat is not None else None
                 cont_search = self._cont_search
@@ -934,12 +974,7 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
 
     Each distinct body is searched once (whether a body matches depends on it alone): CI logs
     repeat lines, and the candidates of the real CI logs hold 1.5 to 2.3 lines per distinct body."""
-    prefix = view.prefix
-    lines = view.lines
-    if prefix is None:
-        bodies = [lines[i] for i in cand]
-    else:
-        bodies = [lines[i][prefix[i]:] if prefix[i] else lines[i] for i in cand]
+    bodies = view.bodies(cand)
     distinct = list(dict.fromkeys(bodies))
     if gate is not None and any(br[4] for br in branches):
         # the gate first, on every distinct body: it rules out most of them, and the branches'
