@@ -89,7 +89,7 @@ class TextView:
     (``_ci_haystack``): ``str.lower`` on non-ASCII text is several times slower.
     """
 
-    __slots__ = ("text", "lines", "starts", "_prefix", "_tagged", "_lower", "_hay_ci", "_hits", "_bytes")
+    __slots__ = ("text", "lines", "starts", "_prefix", "_tagged", "_lower", "_hay_ci", "_hits", "_bytes", "_cands")
 
     def __init__(self, text: str):
         self.text = text
@@ -99,6 +99,7 @@ class TextView:
         self._hay_ci: tuple | None = None
         self._hits: dict = {}
         self._bytes: tuple | None = None  # literals.bytes_view
+        self._cands: dict = {}  # (literals, ignore case) -> the lines holding one of them (candidates)
         self._split()
 
     def __repr__(self) -> str:
@@ -241,12 +242,18 @@ class TextView:
         return out
 
     def candidates(self, literals: list[str], ignore_case: bool) -> list[int]:
+        """Sorted numbers of the lines holding one of ``literals`` (cached per view: the Java,
+        .NET and JavaScript trace rules share theirs)."""
         if len(literals) == 1:
             return self.lines_with(literals[0], ignore_case)
-        found: set[int] = set()
-        for lit in literals:
-            found.update(self.lines_with(lit, ignore_case))
-        return sorted(found)
+        key = (*literals, ignore_case)
+        got = self._cands.get(key)
+        if got is None:
+            found: set[int] = set()
+            for lit in literals:
+                found.update(self.lines_with(lit, ignore_case))
+            got = self._cands[key] = sorted(found)
+        return got
 
 
 # log prefixes a fuzzing engine puts before each line of the target's output
