@@ -89,7 +89,8 @@ class TextView:
     (``_ci_haystack``): ``str.lower`` on non-ASCII text is several times slower.
     """
 
-    __slots__ = ("text", "lines", "starts", "_prefix", "_tagged", "_lower", "_hay_ci", "_hits", "_bytes", "_cands")
+    __slots__ = ("text", "lines", "starts", "_prefix", "_tagged", "_lower", "_hay_ci", "_hits", "_bytes", "_cands",
+                 "_bodies")
 
     def __init__(self, text: str):
         self.text = text
@@ -100,6 +101,7 @@ class TextView:
         self._hits: dict = {}
         self._bytes: tuple | None = None  # literals.bytes_view
         self._cands: dict = {}  # (literals, ignore case) -> the lines holding one of them (candidates)
+        self._bodies: dict[int, str] = {}  # line -> its body, in a text with prefixes (bodies)
         self._split()
 
     def __repr__(self) -> str:
@@ -175,22 +177,27 @@ class TextView:
         return self.lines[i][pre[i]:]
 
     def bodies(self, idx: Iterable[int]) -> list[str]:
-        """The lines ``idx`` as rules see them (``body`` of each): the prefixes not read yet are
-        worked out together (``ci_prefix_lengths``, C-level passes), not one call per line."""
+        """The lines ``idx`` as rules see them (``body`` of each). In a text with prefixes each
+        line's body is cut once and kept (``_bodies``: the rules of a CI log ask for the same
+        lines, its 'error' lines or its stack frames, again and again), and the prefixes not read
+        yet are worked out together (``ci_prefix_lengths``, C-level passes)."""
         lines = self.lines
-        if isinstance(idx, range) and idx.step == 1:
-            got = lines[idx.start:idx.stop]
-        else:
-            idx = idx if isinstance(idx, list) else list(idx)
-            got = [lines[i] for i in idx] if len(idx) < 2 else list(itemgetter(*idx)(lines))
         pre = self.prefix_at
         if pre is None:
-            return got
-        if isinstance(pre, _LazyPrefix):
-            new = list(filterfalse(pre.__contains__, idx))
-            if new:
-                pre.update(zip(new, ci_prefix_lengths([lines[i] for i in new])))
-        return [x[k:] if k else x for x, k in zip(got, map(pre.__getitem__, idx))]
+            if isinstance(idx, range) and idx.step == 1:
+                return lines[idx.start:idx.stop]
+            idx = idx if isinstance(idx, list) else list(idx)
+            return [lines[i] for i in idx] if len(idx) < 2 else list(itemgetter(*idx)(lines))
+        kept = self._bodies
+        new = list(filterfalse(kept.__contains__, idx))
+        if new:
+            if isinstance(pre, _LazyPrefix):
+                unread = list(filterfalse(pre.__contains__, new))
+                if unread:
+                    pre.update(zip(unread, ci_prefix_lengths([lines[i] for i in unread])))
+            got = [lines[i] for i in new] if len(new) < 2 else list(itemgetter(*new)(lines))
+            kept.update(zip(new, [x[k:] if k else x for x, k in zip(got, map(pre.__getitem__, new))]))
+        return list(map(kept.__getitem__, idx))
 
     def body_start(self, i: int) -> int:
         pre = self.prefix_at
