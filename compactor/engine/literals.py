@@ -591,25 +591,27 @@ def bytes_view(view: TextView) -> tuple[bytes, list[int], list[int]]:
 
 def _encode_wide(text: str, lines: list[str], starts: list[int]) -> tuple[bytes, list[int], list[int]]:
     """``bytes_view`` of a text with a non-ASCII character, encoded a run of lines (about
-    ``CHUNK`` characters) at a time: a run without one is cut out as an ASCII string and copied
-    as it is, and only the runs with one are encoded character by character and have their lines
-    looked at. A log with a few such characters (a '✓', a '’') is one wide string, which
-    Latin-1 encodes a character at a time throughout: that took twice as long."""
+    ``CHUNK`` characters) at a time, each run joined from its lines: a run without such a
+    character is an ASCII string, copied as it is, and only the runs with one are encoded
+    character by character and have their lines looked at. A log with a few such characters (a
+    '✓', a '’') is one wide string, which Latin-1 encodes a character at a time throughout (twice
+    as long), and cutting a run out of it narrows it a character at a time (the lines are narrow
+    already)."""
     parts = []
     wide: list[int] = []
     nstarts = len(starts)
-    n = len(text)
-    pos = first = 0
-    while pos < n:
-        k = bisect_right(starts, pos + CHUNK)
-        end = starts[k] if k < nstarts else n
-        run = text[pos:end]
+    first = 0
+    while first < nstarts:
+        k = bisect_right(starts, starts[first] + CHUNK)
+        run = "\n".join(lines[first:k])
         if run.isascii():
             parts.append(run.encode("ascii"))
         else:
             wide += map(first.__add__, non_ascii_lines(lines[first:k]))
             parts.append(run.encode("latin-1", "replace"))
-        pos, first = end, k
+        if k < nstarts:
+            parts.append(b"\n")
+        first = k
     return b"".join(parts), starts, wide
 
 
