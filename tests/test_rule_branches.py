@@ -10,6 +10,7 @@ case-fold onto ASCII ones, inside words).
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from hypothesis import given, strategies as st
@@ -122,6 +123,26 @@ GATED = [cr for cr in RULES if cr.spec.gate]
 
 def test_some_rule_is_gated():
     assert any(cr.id == "number.tool-parameter" for cr in GATED)
+
+
+def test_a_gate_given_as_a_list_passes_a_line_one_of_its_patterns_matches():
+    from compactor.engine.schema import RegexSpec
+
+    spec = RegexSpec(pattern=r"^\s*\w+Error\b|Error: \d+", gate=[r"Error: \d", r"^\s*\w*?Error\b"])
+    cr = RegexRule(RULES[0].rule.model_copy(update={"regex_": spec}))
+    assert len(cr.gate_parts) == 2
+    for line, passes in [("x Error: 5", True), ("  ValueError", True), ("ok ValueError", False), ("", False)]:
+        assert (_search_line(cr.gate, line, 10.0) is not None) is passes, line
+    # the lines found are those of the pattern alone, through the split path (the gate first,
+    # each of its patterns from C): some pass the first pattern, some only the second
+    lines = [("  KeyError" if i % 2 else f"{i} Error: {i}") if i % 3 else f"step {i}" for i in range(3 * SPLIT_MIN)]
+    view = TextView("\n".join(lines))
+    expected = [i for i, line in enumerate(lines) if cr.pat.search(line)]
+    got = cr._find_split(view, list(range(len(lines))), 10.0, time.process_time(), [[cr.pat, spec.pattern, (), (), False]])
+    assert [ls for _a, _b, ls, _le, _e in got] == expected
+    for bad in ([], ["("], [r"ok", 5]):
+        with pytest.raises(ValueError):
+            RegexSpec(pattern="x", gate=bad)
 
 
 def _gate_misses(cr: RegexRule, lines) -> list[str]:

@@ -383,6 +383,23 @@ class _Shifted:
         return self._m.group(g)
 
 
+class _AnyOf:
+    """Patterns searched one after another, as one pattern of their alternation (``search``: the
+    first one's match)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list):
+        self.parts = parts
+
+    def search(self, string: str, *args, **kw):
+        for p in self.parts:
+            m = p.search(string, *args, **kw)
+            if m is not None:
+                return m
+        return None
+
+
 class CompiledRule:
     def __init__(self, rule: Rule):
         self.rule = rule
@@ -570,7 +587,8 @@ class RegexRule(CompiledRule):
         spec = self.spec
         if self.prefilter or not spec.gate or not set(spec.flags) <= {"IGNORECASE"}:
             return None
-        g = (spec.gate, "IGNORECASE" in spec.flags)
+        gate = spec.gate if isinstance(spec.gate, str) else "|".join(f"(?:{p})" for p in spec.gate)
+        g = (gate, "IGNORECASE" in spec.flags)
         return g if gate_fits_hyperscan(*g) else None
 
     def _gated_matches(self, view: TextView, lines: list[int], budget: float, t0: float) -> list:
@@ -628,8 +646,22 @@ class RegexRule(CompiledRule):
         return out
 
     @cached_property
-    def gate(self) -> regex.Pattern | None:
-        return _compile(self.spec.gate, _flags(self.spec.flags)) if self.spec.gate else None
+    def gate_parts(self) -> list[regex.Pattern] | None:
+        """The gate's patterns, compiled (one, or those of a gate given as a list): a line passes
+        the gate iff one of them matches it."""
+        gate = self.spec.gate
+        if not gate:
+            return None
+        flags = _flags(self.spec.flags)
+        return [_compile(p, flags) for p in ([gate] if isinstance(gate, str) else gate)]
+
+    @cached_property
+    def gate(self) -> regex.Pattern | _AnyOf | None:
+        """The gate, to search a line with (its alternatives one after another, see ``gate_parts``)."""
+        parts = self.gate_parts
+        if parts is None:
+            return None
+        return parts[0] if len(parts) == 1 else _AnyOf(parts)
 
     @cached_property
     def branches(self) -> list[list] | None:
@@ -990,10 +1022,11 @@ def _lines_matching(view: TextView, cand: list[int], branches: list[list], flags
     repeat lines, and the candidates of the real CI logs hold 1.5 to 2.3 lines per distinct body."""
     bodies = view.bodies(cand)
     distinct = list(dict.fromkeys(bodies))
-    if gate is not None and any(br[4] for br in branches):
-        # the gate first, on every distinct body: it rules out most of them, and the branches'
-        # literals are then looked up in the few it lets through
-        passed = _bodies_matching(distinct, [[gate, None, (), (), False]], flags, None, budget, t0, rule_id)
+    if gate is not None:
+        # the gate first, on every distinct body, each of its alternatives from C: it rules out
+        # most of them, and the branches (and their literals) are then tried on the few it lets through
+        parts = gate.parts if isinstance(gate, _AnyOf) else [gate]  # (each searched from C)
+        passed = _bodies_matching(distinct, [[p, None, (), (), False] for p in parts], flags, None, budget, t0, rule_id)
         distinct = list(compress(distinct, passed))
         gate = None
     if len(distinct) == len(bodies):

@@ -118,7 +118,7 @@ FIELDS: dict[str, dict[str, Any]] = {
         "context_before": _int(0, 20),
         "context_after": _int(0, 50),
         "group": lambda v: isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
-        "gate": _opt_str,
+        "gate": lambda v: _opt_str(v) or (_strs(v) and bool(v)),
     },
     "line_block": {
         "start": _str,

@@ -61,7 +61,7 @@ class RegexSpec(_Strict):
     context_before: int = Field(default=0, ge=0, le=20)
     context_after: int = Field(default=0, ge=0, le=50)
     group: int | str = Field(default=0, description="which group is the span (scope=match)")
-    gate: str | None = Field(default=None, description="optional speed hint: a cheap regex that every line the pattern matches also matches; candidate lines it does not match are skipped. It must never change what the rule finds (tests compare with and without it on the examples and the corpus)")
+    gate: str | list[str] | None = Field(default=None, description="optional speed hint: a cheap regex that every line the pattern matches also matches; candidate lines it does not match are skipped. It must never change what the rule finds (tests compare with and without it on the examples and the corpus). A list: a line passes when one of them matches, each searched on its own (an alternation is tried at every position of a line; a lone word or an anchored pattern is found or ruled out at once)")
 
     @field_validator("pattern")
     @classmethod
@@ -70,7 +70,11 @@ class RegexSpec(_Strict):
 
     @field_validator("gate")
     @classmethod
-    def _valid_gate(cls, v: str | None, info: ValidationInfo) -> str | None:
+    def _valid_gate(cls, v: str | list[str] | None, info: ValidationInfo) -> str | list[str] | None:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("a gate list needs at least one pattern")
+            return [_check_pattern(p, info) for p in v]
         return _check_pattern(v, info) if v is not None else v
 
 
