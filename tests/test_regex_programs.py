@@ -21,8 +21,9 @@ def _rule_patterns() -> list[tuple[str, int]]:
     for r in load_rules().records("protect"):
         if r.kind == "regex":
             out.append((r.regex_.pattern, _flags(r.regex_.flags)))
-            if r.regex_.gate:
-                out.append((r.regex_.gate, _flags(r.regex_.flags)))
+            gate = r.regex_.gate
+            if gate:  # one pattern or a list of them
+                out += [(g, _flags(r.regex_.flags)) for g in ([gate] if isinstance(gate, str) else gate)]
         elif r.kind == "line-block":
             spec = r.line_block
             out += [(p, 0) for p in (spec.start, *spec.continue_, *(spec.before or ()), spec.end) if p]
