@@ -127,4 +127,6 @@ def test_prefixes_read_line_by_line_or_together_agree_with_the_full_list():
         assert view.prefix == expected and isinstance(view.prefix, list)
     view = TextView(text)
     assert view.bodies(range(3, 7)) == [lines[i][expected[i]:] for i in range(3, 7)]
+    assert view.bodies(iter([8, 2])) == [lines[8][40:], lines[2][40:]]  # any iterable, read once
+    assert TextView("a\nb").bodies(iter([1, 0])) == ["b", "a"]
     assert TextView("plain\ntext").prefix_at is None and TextView("plain\ntext").bodies([1, 0]) == ["text", "plain"]

@@ -64,6 +64,11 @@ SPLIT_MIN = 64  # candidate lines from which a line-scope rule runs as gated bra
 APPROX_SHARE = 0.05
 
 
+def _pick(lines: list[str], idx: list[int]) -> list[str]:
+    """``lines[i]`` for each of ``idx``, picked in C (``itemgetter`` returns a lone item bare)."""
+    return [lines[i] for i in idx] if len(idx) < 2 else list(itemgetter(*idx)(lines))
+
+
 class _LazyPrefix(dict):
     """Line number -> the length of its CI timestamp prefix, worked out on first use of the line.
     Detection reads the prefixes of the lines the rules look at (3,879 of the 36,846 lines of the
@@ -183,11 +188,12 @@ class TextView:
         yet are worked out together (``ci_prefix_lengths``, C-level passes)."""
         lines = self.lines
         pre = self.prefix_at
+        if not isinstance(idx, (list, range)):
+            idx = list(idx)  # (read twice below)
         if pre is None:
             if isinstance(idx, range) and idx.step == 1:
                 return lines[idx.start:idx.stop]
-            idx = idx if isinstance(idx, list) else list(idx)
-            return [lines[i] for i in idx] if len(idx) < 2 else list(itemgetter(*idx)(lines))
+            return _pick(lines, list(idx))
         kept = self._bodies
         new = list(filterfalse(kept.__contains__, idx))
         if new:
@@ -195,8 +201,7 @@ class TextView:
                 unread = list(filterfalse(pre.__contains__, new))
                 if unread:
                     pre.update(zip(unread, ci_prefix_lengths([lines[i] for i in unread])))
-            got = [lines[i] for i in new] if len(new) < 2 else list(itemgetter(*new)(lines))
-            kept.update(zip(new, [x[k:] if k else x for x, k in zip(got, map(pre.__getitem__, new))]))
+            kept.update(zip(new, [x[k:] if k else x for x, k in zip(_pick(lines, new), map(pre.__getitem__, new))]))
         return list(map(kept.__getitem__, idx))
 
     def body_start(self, i: int) -> int:
