@@ -7,6 +7,7 @@ only its final state. The original bytes are what the store keeps.
 
 from __future__ import annotations
 
+import re
 from itertools import compress, repeat
 from operator import itemgetter
 
@@ -53,7 +54,7 @@ def ci_prefixed_somewhere(lines: list[str]) -> bool:
 
 _GHA_HEAD = itemgetter(slice(0, 29))
 _GHA_SHAPE = b"9999-99-99T99:99:99.9999999Z \n"  # its shape, every digit read as 9
-_GHA_RUN = lazy_re(rb"(?:9999-99-99T99:99:99\.9999999Z \n)*+")  # heads that fit, one after another
+_GHA_RUN = lazy_re(b"(?:" + re.escape(_GHA_SHAPE) + b")*+")  # heads that fit, one after another
 _DIGITS_AS_9 = bytes.maketrans(b"0123456789", b"9999999999")
 _AS_29 = bytes.maketrans(b"\x01", b"\x1d")  # a line's flag (1: the prefix fits) as its length
 

@@ -193,7 +193,7 @@ class TextView:
         if pre is None:
             if isinstance(idx, range) and idx.step == 1:
                 return lines[idx.start:idx.stop]
-            return _pick(lines, list(idx))
+            return _pick(lines, idx if isinstance(idx, list) else list(idx))
         kept = self._bodies
         new = list(filterfalse(kept.__contains__, idx))
         if new:
