@@ -31,7 +31,7 @@ from .models import (Anchor, CompactionResult, Diagnostic, Placeholder, Report, 
                      Severity, Span)
 from .normalize import normalize
 from .record import Field, Record
-from .segments import OutcomeLog, changed, segment_index
+from .segments import OutcomeLog, changed, differing, segment_index
 from .tokens import get_counter
 
 __all__ = ["STAGES", "Compactor", "Conversation", "PipelineState", "Plan", "collapse_boundary", "compact",
@@ -488,8 +488,10 @@ class Compactor:
         held: _Level1Memo | None = getattr(conv, "level1_memo", None)
         tag = (state.cache_tag, apply, prose)
         start = 0
+        seen = 0  # segments of the last pass: their outcome holds unless their collapse decision moved
+        lo = hi = 0
         if held is not None and held.tag == tag and idx.extends(held.mark):
-            start = held.mark[1]
+            start = seen = held.mark[1]
             lo, hi = sorted((held.boundary, boundary))
             if lo < hi and lo < len(results):
                 first = results[lo]
@@ -509,8 +511,11 @@ class Compactor:
                 new.ph_at = held.ph_at[:start]
                 new.level_at = held.level_at[:start]
         pos = idx.result_pos
-        for seg in segs[start:] if start else segs:
-            if seg.kind == SegmentKind.tool_call:
+        kept = held.outcomes if seen and not idx.rebinds else None  # (an id naming two segments: not by id)
+        for i, seg in enumerate(segs[start:] if start else segs, start):
+            if i < seen and kept is not None and not lo <= pos.get(seg.id, -1) < hi and seg.id in kept:
+                o = kept[seg.id]  # seen last time, and its collapse decision did not move
+            elif seg.kind == SegmentKind.tool_call:
                 o = SegmentOutcome(seg.text, False)
             else:
                 det = state.detections[seg.id]
@@ -672,10 +677,10 @@ class Compactor:
         vals = list(map(texts.__getitem__, ids))
         dropped = state.dropped
         orig = idx.texts
-        # the positions whose text is another object than at the last write (the token counts and a
+        # the positions whose text differs from the last write's (the token counts and a
         # session's replacements are brought up to date there only)
         held = getattr(conv, "count_memo", None)
-        moved = changed(held[0], vals) if held is not None else None
+        moved = differing(held[0], vals) if held is not None else None
         spliced = conv is not None and state.writer is not None and not dropped and not state.summary
         last = getattr(conv, "replace_memo", None)
         if conv is not None:
@@ -803,7 +808,7 @@ def _unique_placeholders(phs: list[Placeholder], dropped: set[str], conv: Conver
     held = getattr(conv, "placeholder_memo", None)
     k = 0
     if held is not None and held[3] == dropped:
-        k = min([len(held[0]), len(phs), *changed(held[0], phs)[:1]])
+        k = min([len(held[0]), len(phs), *differing(held[0], phs)[:1]])
     if k:
         conv.placeholder_memo = None  # (its lists are brought up to date in place, and stored again below)
         keys, keep, seen = held[1], held[2], held[4]

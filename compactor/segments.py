@@ -17,12 +17,28 @@ _GENERATIONS = count(1)
 
 from .models import Segment, SegmentKind
 
-__all__ = ["OutcomeLog", "SegmentIndex", "changed", "segment_index"]
+__all__ = ["OutcomeLog", "SegmentIndex", "changed", "differing", "segment_index"]
+
+PROBE = 64  # ``differing`` scans the last positions one by one, the ones before them in one comparison
 
 
 def changed(old: Sequence, new: Sequence) -> list[int]:
     """Positions ``i < min(len(old), len(new))`` where ``old[i]`` is not ``new[i]`` (by identity)."""
     return list(compress(range(min(len(old), len(new))), map(operator.is_not, old, new)))
+
+
+def differing(old: list, new: list) -> list[int]:
+    """:func:`changed` for lists whose items mean the same when they compare equal (texts, spans,
+    Level 1 outcomes: what is read of them depends on their content only). A conversation's lists
+    change near their end, if at all: the items before the last :data:`PROBE` positions are
+    compared first with one list ``==``, which takes an item as equal to itself without calling
+    its ``__eq__`` (a C loop, several times faster than an identity test per item); when they are
+    all equal only the last positions are looked at. Otherwise the result is :func:`changed`'s."""
+    n = min(len(old), len(new))
+    cut = n - PROBE
+    if cut > PROBE and (old if len(old) == cut else old[:cut]) == (new if len(new) == cut else new[:cut]):
+        return [cut + i for i in changed(old[cut:n], new[cut:n])]
+    return changed(old, new)
 
 
 class SegmentIndex:

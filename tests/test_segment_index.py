@@ -51,3 +51,26 @@ def test_a_changed_or_shorter_list_starts_a_new_generation():
     assert not idx.extends(mark)
     assert idx.ids == _fresh(segs).ids
     assert not SegmentIndex().extends(None)
+
+
+def test_differing_is_changed_where_equal_items_mean_the_same():
+    from compactor.segments import PROBE, changed, differing
+
+    n = 3 * PROBE
+    old = [f"text {i}" for i in range(n)]
+    for new in (list(old), [*old, "new"], old[:n - 5]):
+        assert differing(old, new) == changed(old, new) == []
+    # a replaced item is found wherever it is: in the last positions or before them
+    for at in (0, PROBE, n - PROBE - 1, n - PROBE, n - 1):
+        new = list(old)
+        new[at] = "other"
+        assert differing(old, new) == changed(old, new) == [at]
+        assert differing(old, [*new, "grown"]) == [at]
+    # an equal text that is another object: unchanged in the compared part, changed by identity
+    # in the last positions (only an equal prefix is skipped), as ``changed`` says
+    copy = [s.encode().decode() for s in old]
+    assert all(a is not b for a, b in zip(old, copy))
+    assert differing(old, copy) == list(range(n - PROBE, n))
+    assert changed(old, copy) == list(range(n))
+    # short lists are compared item by item
+    assert differing(["a"], ["b"]) == [0]

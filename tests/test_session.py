@@ -327,3 +327,32 @@ def test_session_loads_the_literal_engine_at_once():
             assert scanner._ac is not None
     session.append({"role": "user", "content": "Traceback (most recent call last):\n  File \"a.py\", line 3"})
     assert _same(session.compact(), Compactor(collapse_batch=10).compact(list(session.messages)))
+
+
+def test_a_turn_keeps_the_level1_outcomes_whose_collapse_did_not_move():
+    """Each turn re-reads Level 1 only where a collapse decision moved: every other segment keeps
+    its outcome object (so the stages after it find nothing changed there)."""
+    msgs = [{"role": "user", "content": "fix the failing test"}]
+    for i in range(12):
+        msgs.append({"role": "assistant", "content": f"step {i}",
+                     "tool_calls": [{"id": f"c{i}", "type": "function",
+                                     "function": {"name": "bash", "arguments": '{"command": "ls -la"}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}",
+                     "content": "\n".join(f"-rw-r--r-- 1 u u {100 + j} Jan 1 file{i}_{j}.txt" for j in range(40))})
+    session = compactor.Session(compactor.Compactor(keep_recent=3))
+    session.append(msgs[:-2])
+    session.compact()
+    conv = session.conversation
+    before = dict(conv.level1_memo.outcomes)
+    session.append(msgs[-2:])
+    result = session.compact()
+    after = conv.level1_memo.outcomes
+    idx = conv.segment_index
+    collapsed = [s.id for s in idx.results if after[s.id].changed and not before[s.id].changed]
+    assert len(collapsed) == 1  # the output that left the recent window
+    for sid, o in before.items():
+        assert (o is after[sid]) == (sid not in collapsed), sid
+    log = conv.outcome_log
+    assert log.starts[-1] == idx.ids.index(collapsed[0])
+    fresh = compactor.Compactor(keep_recent=3).compact(msgs)
+    assert result.messages == fresh.messages

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from ..models import Anchor, Evidence, ExcludedApproach, Intent, Role, SegmentKind, SelfCheck, Segment, Span
 from ..normalize import normalize
 from ..record import Field, Record
-from ..segments import changed
+from ..segments import differing
 from .common import (PREFIX, bf_id, content_words, last_assistant, newest_request, present, present_squashed, shorten,
                      squash, word_set)
 
@@ -136,7 +136,7 @@ class TextMemo:
         if held is not None and not index.rebinds and index.extends(held[0]) and len(texts) >= held[0][1]:
             n, old, out = held[0][1], held[1], held[2]
             moved = []
-            for i in changed(old, texts):
+            for i in differing(old, texts):
                 out[ids[i]] = self.normalize(texts[i])
                 moved.append(ids[i])
             for i in range(n, len(texts)):
@@ -167,7 +167,7 @@ class TextMemo:
                 and last[5] <= 4 * len(spans) + 64:
             old, bad, where, size = last[0], last[1], last[2], last[5]
             n = len(old)
-            k = min([n, len(spans), *changed(old, spans)[:1]])
+            k = min([n, len(spans), *differing(old, spans)[:1]])
             look = {p for p in bad if p < k}
             for sid in moved:
                 look.update(p for p in where.get(sid, ()) if p < k)
@@ -448,7 +448,7 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
     k, flags, volatile = 0, [], []
     last = memo.protected if memo is not None and version is not None else None
     if last is not None and last[3] is by_id and last[4] == version:
-        k = min([len(last[0]), len(spans), *changed(last[0], spans)[:1]])
+        k = min([len(last[0]), len(spans), *differing(last[0], spans)[:1]])
         flags = last[1][:k]
         volatile = [i for i in last[2] if i < k]
         for i in volatile:

@@ -31,7 +31,7 @@ from typing import Any
 from ..formats.calls import NOT_JSON, call_of, parse_arguments
 from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
-from ..segments import changed, segment_index
+from ..segments import differing, segment_index
 from ..lazyre import lazy_regex
 
 __all__ = ["HardenMemo", "OlderPass", "harden", "evidence_spans", "failing_output", "output_digest", "call_has_body",
@@ -293,7 +293,7 @@ class HardenMemo:
             else:
                 counts.pop(cid, None)
 
-        for i in changed(prev_outs[:n], outcomes):
+        for i in differing(prev_outs[:n], outcomes):
             new = judge(i)
             if new != flags[i]:
                 count(i, 1 if new else -1)
