@@ -507,6 +507,8 @@ class RegexRule(CompiledRule):
                         gated = None  # on many lines: one search of the whole text is cheaper
             else:
                 gated = None
+            if gated is not None and not gated:
+                return out  # the gate is on no line: no match can be either
             group = spec.group
             by_line = spec.scope == "line"
             plain_lines = by_line and not spec.context_before and not spec.context_after
