@@ -160,11 +160,14 @@ class RenderMemo:
 
 
 def _same_deps(a: tuple, b: tuple) -> bool:
+    """Do two sections' inputs show the same? Lists of items compare with ``==``: the same item
+    objects are equal without a call to their ``__eq__`` (a C loop), and an equal item renders
+    the same rows."""
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
         if isinstance(x, list):
-            if not (isinstance(y, list) and len(x) == len(y) and all(map(operator.is_, x, y))):
+            if not (isinstance(y, list) and x == y):
                 return False
         elif not (x is y or (type(x) is type(y) and x == y)):
             return False
