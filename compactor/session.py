@@ -11,7 +11,8 @@ what was appended since the last call: messages are read once (OpenAI chat messa
 agents hold in memory; other layouts are re-read), each tool output is detected once (also when
 it leaves the recent window and collapses), the anchor is merged, not rebuilt, and the output is
 spliced: messages nothing changed in are shallow copies of what was appended (their nested
-values are shared: treat ``result.messages`` as read-only). The passes every compaction makes
+values are shared: treat ``result.messages`` as read-only), and the same copies from one turn to
+the next while they are equal to what they copy (a message the caller changed is copied again). The passes every compaction makes
 over the whole conversation (the self-check, the continuation check, the anchor's rendering for
 its size bound, the token count of the output, the report's spans and placeholders) start from
 what the previous compaction kept and look again only at what changed since.
@@ -27,6 +28,8 @@ outputs do not collapse further) until the budget is exceeded again.
 from __future__ import annotations
 
 import marshal
+import operator
+from itertools import compress
 from typing import Any
 
 from .config import CompactorConfig, make_config
@@ -84,6 +87,7 @@ class Session:
         # (the segment index it was written with, the replacement map of the last write, record index -> its edited copy)
         self._edited: tuple[dict, dict[str, str] | None, dict[int, Any]] | None = None
         self._base: list[Any] = []  # record index -> the message or its edited copy (what the output copies)
+        self._out: list[dict] = []  # record index -> its copy in the last output (see _copies_of)
         self._plan: Plan | None = None  # budget hysteresis: the last fitted compaction's decisions
         self.last: CompactionResult | None = None
 
@@ -190,6 +194,7 @@ class Session:
             self._record_segments = {}
             self._edited = None
             self._base = []
+            self._out = []
             doc = load_document(self._records, format=self.format, max_json_depth=config.max_json_depth)
         self._doc, self._doc_count = doc, n
         return doc
@@ -208,6 +213,7 @@ class Session:
         if held is None or held[0] is not index:
             held = self._edited = (index, None, {})
             self._base = []
+            self._out = []
         _, last, edited = held
         if edits.touched is not None and replace is last:
             # the same map as the last write, changed since only where the pipeline says
@@ -241,10 +247,27 @@ class Session:
                 hit = copies[i] = (sig, holder[i])
             edited[i] = base[i] = hit[1]
         self._edited = (index, replace, edited)
-        try:
-            return list(map(dict.copy, base))  # chat messages are dicts (a plain dict copy of each)
-        except TypeError:
+        if not all(map(dict.__instancecheck__, base[len(self._out):])):
+            self._out = []
             return [dict(rec) if isinstance(rec, dict) else rec for rec in base]
+        return list(self._copies_of(base))
+
+    def _copies_of(self, base: list[dict]) -> list[dict]:
+        """A plain dict copy of each record's output (chat messages are dicts), so a caller that
+        changes an output message (a cache marker added to it) changes neither the session's
+        messages nor the next turns' output. The copy of the last turn is given again while it is
+        still equal to what it copies (compared in one C loop, which takes a value as equal to
+        itself): a conversation of hundreds of messages is not copied again on every turn."""
+        out = self._out
+        n = len(out)
+        if n > len(base):
+            out.clear()
+            n = 0
+        elif n and out != base[:n]:
+            for i in compress(range(n), map(operator.ne, out, base)):
+                out[i] = dict.copy(base[i])
+        out.extend(map(dict.copy, base[n:]))
+        return out
 
     def _index(self, doc: Document) -> dict[str, Any]:
         """Segment id -> segment of the incrementally read document (extended as it grows), and

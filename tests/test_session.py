@@ -271,6 +271,29 @@ def test_session_output_does_not_alias_its_input():
     assert json.dumps(conv.compact().messages) != json.dumps(out)
 
 
+def test_a_changed_output_message_does_not_reach_the_next_turn():
+    """A caller may mark the messages it sends (a prompt-cache marker on the last one): the next
+    turn's output is copied from the conversation, not from what the caller changed. A message
+    nobody changed is the same copy as the turn before (not copied again)."""
+    msgs = json.loads(DEMO.read_text(encoding="utf-8"))
+    session = Session()
+    session.append(msgs[:-1])
+    first = session.compact().messages
+    expected = json.dumps(first)
+    first[-1]["cache_control"] = {"type": "ephemeral"}
+    first[0].pop("content")
+    session.append(msgs[-1])
+    second = session.compact().messages
+    assert json.dumps(second[:-1]) == expected
+    assert "cache_control" not in second[-2] and "content" in second[0]
+    assert second[-2] is not first[-1] and second[0] is not first[0]
+    assert all(a is b for a, b in zip(first[1:-1], second[1:-2]))  # unchanged: the same copies
+    assert second is not first
+    fresh = Session()
+    fresh.append(msgs)
+    assert json.dumps(second) == json.dumps(fresh.compact().messages)
+
+
 def test_a_document_changed_in_place_between_compactions_is_indexed_again():
     # a conversation's segment lists are checked once per compaction: a document whose segment list
     # (the same list object, same length) changed since the last compaction (a tool output is now a
