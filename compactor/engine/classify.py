@@ -142,6 +142,12 @@ class _CompiledClassifier:
                         m = None
                     ms = [] if m is None else [m]
                     key = None  # (not every match: not kept for another capture of the pattern)
+                elif spec.agg == "count":  # only how many: no match object is made (one per line, often)
+                    try:
+                        out[spec.name] = str(len(pat.findall(text, timeout=budget)))
+                    except TimeoutError:
+                        out[spec.name] = "0"
+                    continue
                 else:
                     try:
                         ms = list(pat.finditer(text, timeout=budget))
