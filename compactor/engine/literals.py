@@ -238,6 +238,8 @@ class LiteralScanner:
             return self._scan_python(view)
         if self.engine == "hyperscan":
             found_ids = self._scan_hyperscan(view)
+            if not bytes_view(view)[2]:  # an ASCII text: the non-ASCII literals are on no line
+                return self._found_keys_ascii(found_ids)
         else:
             found_ids = self._scan_ahocorasick(view)
         nkeys = len(self._bytes_keys)
@@ -245,13 +247,22 @@ class LiteralScanner:
         found = [keys[i] for i in found_ids if i < nkeys]
         if self.skipped:  # the approximations found stand for the literals they cover
             found += self._scan_skipped(view)
-            hits = view._hits
-            found += [k for k in self._approx_keys if hits[k]]
+            found += [self._approx_keys[i - nkeys] for i in found_ids if i >= nkeys]
         for lit, ci in self._lowered:
             if view.lines_with(lit, ci):
                 found.append((lit, ci))
         if self._wide_keys:
             found += self._scan_wide(view)
+        return found
+
+    def _found_keys_ascii(self, found_ids: list[int]) -> list:
+        """``scan``'s keys for a text without a non-ASCII character, from the hyperscan ids found
+        (the literals, then the approximations): the view's cache has its entries already."""
+        nkeys = len(self._bytes_keys)
+        keys = self._key_order
+        found = [keys[i] for i in found_ids if i < nkeys]
+        if self.skipped:
+            found += [self._approx_keys[i - nkeys] for i in found_ids if i >= nkeys]
         return found
 
     def _scan_python(self, view: TextView) -> list[tuple[str, bool]]:
@@ -374,26 +385,58 @@ class LiteralScanner:
             del out[ntier:]
         else:
             recheck, gates_kept = scan_lines(self._db, data, starts, out, self._terminated)
-        _in_order(out)
-        if recheck:
-            self._recheck_dense(view, recheck, out, data)
-        if self._question:
-            self._unfake(view, out)
-        if self.approx and recheck:
-            extra = set(recheck)
-            out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
         hits = view._hits
-        hits.update(zip(self._key_order, out))
-        if self.approx:
-            hits.update(zip(self._approx_keys, out[nkeys:]))
-        if self._non_ascii_only:
-            hits[approx_key("")] = []
+        if not wide:
+            # an ASCII text: every key of the scan, the non-ASCII literals and the skipped
+            # literals' non-ASCII entries get no lines at once (one dict merge); those found
+            # get theirs below
+            hits.update(self._ascii_misses())
+        if recheck or wide or self._question:
+            _in_order(out)
+            if recheck:
+                self._recheck_dense(view, recheck, out, data)
+            if self._question:
+                self._unfake(view, out)
+            if self.approx and recheck:
+                extra = set(recheck)
+                out[nkeys:] = [sorted(extra.union(lines)) for lines in out[nkeys:]]
+            hits.update(zip(self._key_order, out))
+            if self.approx:
+                hits.update(zip(self._approx_keys, out[nkeys:]))
+            if self._non_ascii_only:
+                hits[approx_key("")] = []
+            found = list(compress(range(ntier), out))  # the literals and approximations found
+        else:  # (most texts: no dense line, nothing to set right)
+            found = list(compress(range(ntier), out))
+            keys = self._tier_keys
+            for i in found:
+                lines = out[i]
+                if len(lines) > 1 and not all(map(int.__lt__, lines, lines[1:])):
+                    lines = sorted(set(lines))
+                hits[keys[i]] = lines
         if gates and gates_kept:
             extra = set(recheck).union(wide)
             hits.update(zip(self._gate_keys, (sorted(extra.union(lines)) if extra else
                                               lines if all(map(int.__lt__, lines, lines[1:])) else sorted(set(lines))
                                               for lines in gate_out)))
-        return list(compress(range(nkeys), out))  # the literals found (a list is true when not empty)
+        return found  # the literals found (ids below the literal count), then the approximations found
+
+    def _ascii_misses(self) -> dict:
+        """The cache entries of a view without a non-ASCII character where the scan found
+        nothing: every literal and approximation key (no lines), the non-ASCII literals (no
+        lines: ``lines_with`` would find none) and the skipped literals' non-ASCII entries. Made
+        once (an empty tuple for each: read, never changed)."""
+        got = self.__dict__.get("_misses")
+        if got is None:
+            self._tier_keys = [*self._key_order, *self._approx_keys]
+            got = dict.fromkeys(self._tier_keys, ())
+            if self._non_ascii_only:
+                got[approx_key("")] = ()
+            got.update(self._no_wide)
+            got.update(dict.fromkeys(self._lowered, ()))
+            got.update(dict.fromkeys(self._wide_keys, ()))
+            self._misses = got
+        return got
 
     def _single_db(self):
         """The literals alone, each reported at most once per scan (``_recheck_dense``)."""
