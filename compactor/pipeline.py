@@ -150,11 +150,13 @@ class PipelineState(Record, plain=True, frozen=False):
     def segments(self) -> list[Segment]:
         return self.doc.segments
 
-    def spans(self) -> list[Span]:
-        """The protected spans of every segment, in document order."""
+    def spans(self, *, copy: bool = True) -> list[Span]:
+        """The protected spans of every segment, in document order. ``copy=False``: the
+        conversation's own list when it keeps one (read it during this compaction only, never
+        change it: the next compaction brings it up to date in place)."""
         memo = self._span_memo()
         if memo is not None:
-            return list(memo.spans)
+            return list(memo.spans) if copy else memo.spans
         out: list[Span] = []
         for s in self.doc.segments:
             o = self.outcomes.get(s.id)

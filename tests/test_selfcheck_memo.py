@@ -16,9 +16,11 @@ from compactor.segments import SegmentIndex
 
 WORDS = ["ValueError: bad input", "exit code 2", "FAILED test_x", "timeout after 30 s", "no such file"]
 
-# one round: append k new tool outputs; rewrite some texts (segment, variant); ask the check
+# one round: append k new tool outputs; rewrite some texts (segment, variant); maybe a user request
+# after them; maybe the segment list read again (other objects); ask the check
 rounds = st.lists(st.tuples(st.integers(0, 3), st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)),
-                                                        max_size=4)), min_size=1, max_size=12)
+                                                        max_size=4), st.booleans(), st.booleans()),
+                  min_size=1, max_size=12)
 
 
 def _text(i: int, variant: int) -> str:
@@ -37,7 +39,11 @@ def test_memo_verdicts_equal_a_check_without_memo(plan):
     texts: dict[str, str] = {}
     memo = TextMemo()
     index = SegmentIndex()
-    for new, rewrites in plan:
+    for new, rewrites, request, reread in plan:
+        if reread:  # the conversation read again (other objects), without its trailing requests
+            while segs and segs[-1].role == Role.user:
+                texts.pop(segs.pop().id)
+            segs = [s.model_copy() for s in segs]
         for _ in range(new):
             i = len(segs)
             sid = f"m{i}"
@@ -48,6 +54,11 @@ def test_memo_verdicts_equal_a_check_without_memo(plan):
             line = WORDS[i % len(WORDS)] + f" #{i}"
             spans.append(Span(rule_id="error.line", family="error", segment_id=sid, start=0, end=len(line),
                               line_start=2, line_end=2, text=line, step_id=seg.step_id))
+        if request:
+            i = len(segs)
+            segs.append(Segment(id=f"m{i}", index=i, step=i + 1, step_id=f"s{i + 1}", role=Role.user,
+                                kind=SegmentKind.message, text=f"now fix case {i} too"))
+            texts[f"m{i}"] = segs[-1].text
         for pos, variant in rewrites:
             if segs:
                 s = segs[pos % len(segs)]
@@ -59,7 +70,7 @@ def test_memo_verdicts_equal_a_check_without_memo(plan):
         cur = [texts[i] for i in ids]
         normalized = memo.normalize_kept(ids, cur, index)
         got = run_selfcheck(segs, spans, None, None, None, folded=False, protected=list(spans), memo=memo,
-                            normalized=normalized)
+                            normalized=normalized, index=index)
         want = run_selfcheck(segs, spans, None, dict(zip(ids, cur)), None, folded=False, protected=list(spans))
         assert [m.key for m in got.missing] == [m.key for m in want.missing]
         assert got.to_model() == want.to_model()

@@ -72,6 +72,7 @@ class TextMemo:
         self.found: dict[int, tuple[Span, str, str]] = {}
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
         self._request: tuple[list[Segment], Segment | None] = ([], None)  # (segments seen, the newest request)
+        self._request_at: tuple = (None, None)  # (SegmentIndex.mark of the segments seen, the newest request)
         self.protected: tuple | None = None  # protected_spans' last (spans, verdicts, volatile ones, map, version)
         self._kept: tuple | None = None  # normalize_kept's last (index mark, the texts, their normalised map)
         # normalize_kept's calls, and the ids whose text it changed in the last one (None: unknown)
@@ -103,9 +104,20 @@ class TextMemo:
             self.found.clear()
             self._unsettled = None
 
-    def newest_request(self, segments: list[Segment]) -> Segment | None:
+    def newest_request(self, segments: list[Segment], index=None) -> Segment | None:
         """:func:`newest_request` of ``segments``; while the segments seen last time are the first
-        ones (the same objects), only the new ones are looked at."""
+        ones (the same objects), only the new ones are looked at. ``index``: the conversation's
+        :class:`~compactor.segments.SegmentIndex`, which says so without a pass over them."""
+        if index is not None:
+            index.update(segments)  # (at once when it checked this list in this compaction)
+            mark, req = self._request_at
+            if index.extends(mark):
+                new = newest_request(segments[mark[1]:])
+                req = new if new is not None else req
+            else:
+                req = newest_request(segments)
+            self._request_at = (index.mark(), req)
+            return req
         old, req = self._request
         n = len(old)
         if n <= len(segments) and all(map(operator.is_, old, segments)):
@@ -466,7 +478,7 @@ def protected_spans(segments: list[Segment], spans: list[Span], memo: TextMemo |
 def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Anchor | None,
                   kept: dict[str, str] | None, summary: str | None, *, folded: bool | None = None,
                   protected: list[Span] | None = None, memo: TextMemo | None = None,
-                  normalized: dict[str, str] | None = None, output: Any = None) -> SelfCheckResult:
+                  normalized: dict[str, str] | None = None, output: Any = None, index=None) -> SelfCheckResult:
     """Ask the three questions of an output; return what failed and what is missing.
 
     ``segments`` and ``spans`` are the original's; ``kept`` maps the ids of the segments still in
@@ -475,7 +487,8 @@ def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Ancho
     (a conversation's :class:`TextMemo`) saves normalising the texts seen before; ``normalized``:
     the kept texts normalised already, in place of ``kept``. ``output``: what answers ``has`` /
     ``has_span`` / ``has_words`` of the output instead of the kept texts (a reader that streams the
-    output answers from its own pass over it).
+    output answers from its own pass over it). ``index``: the conversation's segment index, with
+    a ``memo`` (the newest request is then looked for in the new segments only).
     """
     if kept is None:
         kept = normalized
@@ -495,7 +508,7 @@ def run_selfcheck(segments: list[Segment], spans: list[Span], full_anchor: Ancho
     a = full_anchor or Anchor()
 
     # 1. continuity -----------------------------------------------------------------
-    req = memo.newest_request(segments) if memo is not None else newest_request(segments)
+    req = memo.newest_request(segments, index) if memo is not None else newest_request(segments)
     if req is not None and not out.has(req.text, prefix=300, own=req.id):
         add(Missing("continuity", "newest-request", f"newest-request:{req.step_id}", req.text, req.step_id))
     cursor = getattr(a, "cursor", None)

@@ -124,7 +124,7 @@ class _Escalation:
         self.full = full
         self.to_markdown = to_markdown
         self.fit_budget = fit_budget
-        self.spans = state.spans()
+        self.spans = state.spans(copy=False)  # (read only, during this compaction)
         self.memo = _text_memo(compactor)  # the conversation's normalised texts (self-check)
         self.index = segment_index(getattr(state, "conversation", None), state.segments)
         self.protected = protected_spans(state.segments, self.spans, self.memo, self.index.by_id,
@@ -198,7 +198,7 @@ class _Escalation:
         text = head + "\n\n" + self.to_markdown(a, lang=self.lang).strip()
         kept = {s.id: self.state.texts[s.id] for s in self.state.segments if s.id not in dropped}
         res = run_selfcheck(self.state.segments, self.spans, self.full, kept, text, folded=bool(dropped),
-                            protected=self.protected, memo=self.memo)
+                            protected=self.protected, memo=self.memo, index=self.index)
         if res.missing:
             text = text + "\n\n" + backfill_markdown(res.missing, self.lang)
         return text, a, res, list(diags)
@@ -523,7 +523,7 @@ class _Escalation:
             self.state.budget_texts.update(condensed)
         kept = {s.id: self.state.texts[s.id] for s in self.state.segments if s.id not in dropped}
         res = run_selfcheck(self.state.segments, self.spans, self.full, kept, text, folded=True,
-                            protected=self.protected, memo=self.memo)
+                            protected=self.protected, memo=self.memo, index=self.index)
         for it in chosen:
             for ref, original in it.originals.items():
                 self.save(ref, original)
@@ -566,7 +566,7 @@ class _Escalation:
             texts = list(map(st.texts.__getitem__, ids))
             if self.memo is not None:  # normalised where a text changed since the last turn
                 res = run_selfcheck(st.segments, self.spans, self.full, None, None, folded=False,
-                                    protected=self.protected, memo=self.memo,
+                                    protected=self.protected, memo=self.memo, index=self.index,
                                     normalized=self.memo.normalize_kept(ids, texts, self.index))
             else:
                 res = run_selfcheck(st.segments, self.spans, self.full, dict(zip(ids, texts)), None, folded=False,
