@@ -72,9 +72,10 @@ class Session:
             warm()
         # likewise detection's literal scanners: their engine is loaded now, so the first turns'
         # texts are not scanned the slower way a short process uses (the same lines either way)
-        prepare = getattr(self.compactor.detector, "prepare", None)
-        if prepare is not None:
-            prepare()
+        for part in (self.compactor.detector, self.compactor.classifier):  # (and the classifier's prefilter)
+            prepare = getattr(part, "prepare", None)
+            if prepare is not None:
+                prepare()
         self.format = format
         self.conversation = Conversation(self.compactor)
         self._records: list[Any] = []

@@ -161,3 +161,90 @@ def test_gates_never_refuse_a_match_generated(parts, case):
     text = "".join(parts)
     text = {"keep": text, "upper": text.upper(), "lower": text.lower(), "swap": text.swapcase()}[case]
     _check_text(text)
+
+
+# ---- the hyperscan prefilter: a rule none of whose patterns can match is not asked ---------------
+
+def _prefilters():
+    import pytest
+
+    from compactor.engine.classify import _build_prefilter
+
+    c = Classifier(RULES)
+    pre = _build_prefilter(c.compiled)
+    if pre is None:
+        pytest.skip("hyperscan is not the literal engine here")
+    commands = [(p, 0) for r in c.compiled for p in r.spec.commands]
+    contents = [(p, regex.MULTILINE) for r in c.compiled for p in r.spec.content]
+    return pre, commands, contents
+
+
+def _check_prefilter(pre, commands, contents, text: str, command: str | None) -> None:
+    """Every command pattern matching the command line, and every content pattern matching the
+    text, is among those the prefilter says may match."""
+    if command:
+        line = command[:4096]
+        may = pre[0].may(line)
+        for k, (p, f) in enumerate(commands):
+            if regex.compile(p, f).search(line, timeout=5.0) is not None:
+                assert may is None or k in may, (p, line[:200])
+    may = pre[1].may(text)
+    for k, (p, f) in enumerate(contents):
+        if regex.compile(p, f).search(text, timeout=5.0) is not None:
+            assert may is None or k in may, (p, text[:200])
+
+
+def test_the_prefilter_never_refuses_a_match(corpus):
+    pre, commands, contents = _prefilters()
+    outputs = _corpus_outputs(corpus) + [(t, c, None) for t, c in _examples()]
+    for text, command, _e in outputs:
+        lines = text.split("\n")
+        window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
+            "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
+        _check_prefilter(pre, commands, contents, window, command)
+    # not vacuous: most patterns have an approximation, and most outputs rule most of them out
+    assert len(pre[1].ids) >= 0.8 * len(contents) and len(pre[0].ids) >= 0.8 * len(commands)
+    ruled_out = sum(len(contents) - len(pre[1].may(t) or contents) for t, _c, _e in outputs if t.isascii())
+    assert ruled_out > 0.5 * len(contents) * sum(t.isascii() for t, _c, _e in outputs)
+
+
+@given(st.lists(st.one_of(st.sampled_from(_LITS), st.sampled_from(["\n", " ", "\u017f", "\u212a", "1", ":", "-",
+                                                                    "$ ", "&& ", "| ", "\t", "="]),
+                          st.text(max_size=6)), max_size=16),
+       st.sampled_from(["keep", "upper", "lower", "swap"]))
+def test_the_prefilter_never_refuses_a_match_generated(parts, case):
+    if not _PRE:
+        _PRE.append(_prefilters())  # (skips when there is no hyperscan)
+    pre, commands, contents = _PRE[0]
+    text = "".join(parts)
+    text = {"keep": text, "upper": text.upper(), "lower": text.lower(), "swap": text.swapcase()}[case]
+    _check_prefilter(pre, commands, contents, text, text)
+
+
+_PRE: list = []  # the prefilters, made by the first generated example
+
+
+def test_classification_unchanged_with_the_prefilter_on_the_corpus(corpus):
+    _prefilters()
+    filtered = Classifier(RULES)
+    filtered.prepare()
+    plain = Classifier(RULES)  # asked rule by rule, as a short run is (the prefilter is never loaded)
+    outputs = _corpus_outputs(corpus) + [(t, c, None) for t, c in _examples()]
+    asked = {"filtered": 0, "plain": 0}
+    for name, cl in (("filtered", filtered), ("plain", plain)):
+        for c in cl.compiled:
+            orig = c.matches
+
+            def counted(*a, _orig=orig, _name=name, **k):
+                asked[_name] += 1
+                return _orig(*a, **k)
+            c.matches = counted
+    classified = 0
+    for text, command, exit_code in outputs:
+        plain._calls = 0  # (kept below the point where it would load the prefilter)
+        a = filtered.classify(text, command=command, exit_code=exit_code)
+        b = plain.classify(text, command=command, exit_code=exit_code)
+        assert a == b, (command, text[:200])
+        classified += a is not None
+    assert classified > 50 and filtered._pre and plain._pre is None
+    assert asked["filtered"] < asked["plain"] / 3  # most rules are not asked

@@ -206,12 +206,76 @@ class _CompiledClassifier:
         return placeholder_safe(" ".join(text.split()))
 
 
+class _Prefilter:
+    """Which of some patterns may match a text: each pattern's approximation (``approx``: on an
+    ASCII text, a superset of where the pattern matches) in one hyperscan database, scanned once.
+    A pattern without an approximation always may; on a text with a non-ASCII character every
+    pattern may (there an approximation promises nothing)."""
+
+    def __init__(self, patterns: list[tuple[str, int]]):
+        from .approx import NON_ASCII_ONLY, approximate
+        from .literals import _hyperscan_db
+
+        self.always: set[int] = set()
+        self.ids: list[int] = []  # database id -> pattern number
+        exprs: list[str] = []
+        for k, (pattern, flags) in enumerate(patterns):
+            a = approximate(pattern, flags)
+            if a is None:
+                self.always.add(k)
+            elif a != NON_ASCII_ONLY:  # (one that needs a non-ASCII character matches no ASCII text)
+                self.ids.append(k)
+                exprs.append(a)
+        self.db = _hyperscan_db([], exprs) if exprs else None
+
+    def may(self, text: str) -> set[int] | None:
+        """The numbers of the patterns that may match ``text``; None: every one may."""
+        if not text.isascii():
+            return None
+        found = set(self.always)
+        if self.db is not None and text:
+            ids, add = self.ids, found.add
+            self.db.scan(text.encode("ascii"), match_event_handler=lambda i, _a, _b, _f, _c: add(ids[i]))
+        return found
+
+
+PREFILTER_AFTER = 8  # classifications before the prefilter is loaded (a short run never needs it)
+
+
 class Classifier:
     """Takes typed rules or the loader's plain records (``RuleSet.records("classify")``: no typed
-    models are built)."""
+    models are built).
+
+    After a few outputs (or at once, after :meth:`prepare`) the rules' command and content
+    patterns are looked for in one hyperscan pass each (their approximations, see
+    :class:`_Prefilter`): a rule none of whose patterns can match is not asked. Nearly every rule
+    is asked in vain for an output of no known kind; the answer is the same either way."""
 
     def __init__(self, rules: list[Rule] | list[Record]):
         self.compiled = [_CompiledClassifier(r) for r in sorted(rules, key=lambda r: (-r.priority, r.id))]
+        self._calls = 0
+        self._pre: tuple | None = None  # (command prefilter, content prefilter, per rule: its patterns' numbers)
+
+    def prepare(self) -> None:
+        """Load the prefilter now (for a caller that will classify many outputs: a session)."""
+        self._calls = max(self._calls, PREFILTER_AFTER)
+
+    def _prefilter(self) -> tuple | None:
+        pre = self._pre
+        if pre is None:
+            pre = self._pre = _build_prefilter(self.compiled) or ()
+        return pre or None
+
+    def _may_skip(self, k: int, c: _CompiledClassifier, cmd_may, content_may, command: str | None) -> bool:
+        """Can rule ``k`` be passed over without asking it (none of its patterns that decide can
+        match)? ``cmd_may`` / ``content_may``: the prefilter's answers (None: every pattern may)."""
+        cmd_ids, content_ids = self._pre[2][k]
+        spec = c.spec
+        if command and spec.commands and (cmd_may is None or not cmd_may.isdisjoint(cmd_ids)):
+            return False  # its command may match: asked
+        if not spec.content or (spec.commands and command):
+            return True  # (matches says no without its command)
+        return content_may is not None and content_may.isdisjoint(content_ids)
 
     def classify(self, text: str, *, command: str | None = None, exit_code: int | None = None,
                  lines: list[str] | None = None) -> Classification | None:
@@ -220,12 +284,46 @@ class Classifier:
             # CI logs (GitHub Actions raw logs): rules see the lines without the timestamp
             text = _CI_PREFIX_LINE.sub("", text)
             lines = text.split("\n")
-        for c in self.compiled:
+        self._calls += 1
+        pre = self._prefilter() if self._calls > PREFILTER_AFTER else None
+        if pre is not None:
+            window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
+                "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
+            cmd_may = pre[0].may(command[:4096]) if command else set()
+            content_may = pre[1].may(window)
+        for k, c in enumerate(self.compiled):
             if len(lines) < c.spec.min_lines:
+                continue
+            if pre is not None and self._may_skip(k, c, cmd_may, content_may, command):
                 continue
             if c.matches(text, lines, command):
                 f = c.fields(text, lines, command, exit_code)
                 return Classification(c.rule.id, c.rule.family, c.render(f), tuple(sorted(f.items())))
+        return None
+
+
+def _build_prefilter(compiled: list[_CompiledClassifier]) -> tuple | None:
+    """The rules' command and content prefilters, when hyperscan is the literal engine in use
+    (else None: every rule is asked)."""
+    import os
+
+    from .literals import available_engines
+
+    engine = os.environ.get("COMPACTOR_LITERAL_ENGINE") or available_engines()[0]
+    if engine != "hyperscan":
+        return None
+    commands: list[tuple[str, int]] = []
+    contents: list[tuple[str, int]] = []
+    per_rule = []
+    for c in compiled:
+        cmd_ids = frozenset(range(len(commands), len(commands) + len(c.spec.commands)))
+        commands += [(p, 0) for p in c.spec.commands]
+        content_ids = frozenset(range(len(contents), len(contents) + len(c.spec.content)))
+        contents += [(p, regex.MULTILINE) for p in c.spec.content]
+        per_rule.append((cmd_ids, content_ids))
+    try:
+        return _Prefilter(commands), _Prefilter(contents), per_rule
+    except Exception:  # noqa: BLE001 - hyperscan installed but unusable: every rule is asked, as without it
         return None
 
 
