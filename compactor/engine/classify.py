@@ -305,12 +305,9 @@ class Classifier:
 def _build_prefilter(compiled: list[_CompiledClassifier]) -> tuple | None:
     """The rules' command and content prefilters, when hyperscan is the literal engine in use
     (else None: every rule is asked)."""
-    import os
+    from .literals import available_engines, chosen_engine
 
-    from .literals import available_engines
-
-    engine = os.environ.get("COMPACTOR_LITERAL_ENGINE") or available_engines()[0]
-    if engine != "hyperscan":
+    if (chosen_engine() or available_engines()[0]) != "hyperscan":
         return None
     commands: list[tuple[str, int]] = []
     contents: list[tuple[str, int]] = []

@@ -81,6 +81,11 @@ def available_engines() -> list[str]:
     return out
 
 
+def chosen_engine() -> str | None:
+    """The literal engine asked for by ``$COMPACTOR_LITERAL_ENGINE`` (None: compactor chooses)."""
+    return os.environ.get("COMPACTOR_LITERAL_ENGINE") or None
+
+
 def _cache_dir() -> Path:
     env = os.environ.get("COMPACTOR_CACHE")
     if env:
@@ -137,7 +142,7 @@ class LiteralScanner:
         self._gate_keys = [gate_key(*g) for g in self.gates]
         engines = available_engines()
         if engine is None:
-            engine = os.environ.get("COMPACTOR_LITERAL_ENGINE")
+            engine = chosen_engine()
             # chosen by compactor: the first texts go through str.find until there is enough text
             # to repay building (or loading) the engine's automaton (a short process stays short)
             self._python_until = 0 if engine else PYTHON_FIRST_CHARS
