@@ -12,10 +12,11 @@ agents hold in memory; other layouts are re-read), each tool output is detected 
 it leaves the recent window and collapses), the anchor is merged, not rebuilt, and the output is
 spliced: messages nothing changed in are shallow copies of what was appended (their nested
 values are shared: treat ``result.messages`` as read-only), and the same copies from one turn to
-the next while they are equal to what they copy (a message the caller changed is copied again). The passes every compaction makes
-over the whole conversation (the self-check, the continuation check, the anchor's rendering for
-its size bound, the token count of the output, the report's spans and placeholders) start from
-what the previous compaction kept and look again only at what changed since.
+the next while they are equal to what they copy (a message the caller changed is copied again).
+The passes every compaction makes over the whole conversation (the self-check, the continuation
+check, the anchor's rendering for its size bound, the token count of the output, the report's
+spans and placeholders) start from what the previous compaction kept and look again only at what
+changed since.
 
 Without a budget the output equals ``Compactor.compact`` of the same messages under the same
 configuration (note that a session built from options collapses older outputs in batches of
@@ -248,7 +249,7 @@ class Session:
                 hit = copies[i] = (sig, holder[i])
             edited[i] = base[i] = hit[1]
         self._edited = (index, replace, edited)
-        if not all(map(dict.__instancecheck__, base[len(self._out):])):
+        if not all(isinstance(rec, dict) for rec in base[len(self._out):]):  # (the new records)
             self._out = []
             return [dict(rec) if isinstance(rec, dict) else rec for rec in base]
         return list(self._copies_of(base))

@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 
 from compactor.engine import Classifier, load_rules
 from compactor.engine.branches import gate_of, may_match, required_cached
-from compactor.engine.classify import HEAD_LINES, TAIL_LINES
+from compactor.engine.classify import COMMAND_CHARS, HEAD_LINES, TAIL_LINES, _window
 from compactor.engine.matchers import _flags
 from compactor.models import SegmentKind
 
@@ -183,7 +183,7 @@ def _check_prefilter(pre, commands, contents, text: str, command: str | None) ->
     """Every command pattern matching the command line, and every content pattern matching the
     text, is among those the prefilter says may match."""
     if command:
-        line = command[:4096]
+        line = command[:COMMAND_CHARS]
         may = pre[0].may(line)
         for k, (p, f) in enumerate(commands):
             if regex.compile(p, f).search(line, timeout=5.0) is not None:
@@ -198,9 +198,7 @@ def test_the_prefilter_never_refuses_a_match(corpus):
     pre, commands, contents = _prefilters()
     outputs = _corpus_outputs(corpus) + [(t, c, None) for t, c in _examples()]
     for text, command, _e in outputs:
-        lines = text.split("\n")
-        window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
-            "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
+        window = _window(text, text.split("\n"))
         _check_prefilter(pre, commands, contents, window, command)
     # not vacuous: most patterns have an approximation, and most outputs rule most of them out
     assert len(pre[1].ids) >= 0.8 * len(contents) and len(pre[0].ids) >= 0.8 * len(commands)

@@ -30,6 +30,7 @@ __all__ = ["Classification", "Classifier", "classify_example", "render_summary"]
 
 HEAD_LINES = 400  # content regexes look at the head and tail of an output only
 TAIL_LINES = 100
+COMMAND_CHARS = 4096  # command patterns look at the start of the command line only (a here-document runs long)
 # CPU seconds per capture call (whole output), plus CAPTURE_PER_MB per MiB of output: a safety net
 # only, as the detection rules' budget (matchers.BASE_BUDGET): it must not fire on linear work
 CAPTURE_BUDGET = 0.25
@@ -106,7 +107,7 @@ class _CompiledClassifier:
     def matches(self, text: str, lines: list[str], command: str | None) -> bool:
         by_cmd = False
         if command and self.spec.commands:
-            line = command[:4096]
+            line = command[:COMMAND_CHARS]
             low: list[str] = []
             by_cmd = any(p.search(line) for p, gate in self.commands if may_match(gate, line, low))
         if by_cmd and not self.spec.content_required:
@@ -115,8 +116,7 @@ class _CompiledClassifier:
             return False
         if self.spec.commands and command and not by_cmd:
             return False  # the command says it is something else
-        window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
-            "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
+        window = _window(text, lines)
         lowered: list[str] = []
         try:
             return any(p.search(window, timeout=CAPTURE_BUDGET) for p, gate in self.content
@@ -266,17 +266,6 @@ class Classifier:
             pre = self._pre = _build_prefilter(self.compiled) or ()
         return pre or None
 
-    def _may_skip(self, k: int, c: _CompiledClassifier, cmd_may, content_may, command: str | None) -> bool:
-        """Can rule ``k`` be passed over without asking it (none of its patterns that decide can
-        match)? ``cmd_may`` / ``content_may``: the prefilter's answers (None: every pattern may)."""
-        cmd_ids, content_ids = self._pre[2][k]
-        spec = c.spec
-        if command and spec.commands and (cmd_may is None or not cmd_may.isdisjoint(cmd_ids)):
-            return False  # its command may match: asked
-        if not spec.content or (spec.commands and command):
-            return True  # (matches says no without its command)
-        return content_may is not None and content_may.isdisjoint(content_ids)
-
     def classify(self, text: str, *, command: str | None = None, exit_code: int | None = None,
                  lines: list[str] | None = None) -> Classification | None:
         lines = lines if lines is not None else text.split("\n")
@@ -287,19 +276,37 @@ class Classifier:
         self._calls += 1
         pre = self._prefilter() if self._calls > PREFILTER_AFTER else None
         if pre is not None:
-            window = text if len(lines) <= HEAD_LINES + TAIL_LINES else \
-                "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
-            cmd_may = pre[0].may(command[:4096]) if command else set()
-            content_may = pre[1].may(window)
+            cmd_may = pre[0].may(command[:COMMAND_CHARS]) if command else set()
+            content_may = pre[1].may(_window(text, lines))
         for k, c in enumerate(self.compiled):
             if len(lines) < c.spec.min_lines:
                 continue
-            if pre is not None and self._may_skip(k, c, cmd_may, content_may, command):
+            if pre is not None and _may_skip(c, *pre[2][k], cmd_may, content_may, command):
                 continue
             if c.matches(text, lines, command):
                 f = c.fields(text, lines, command, exit_code)
                 return Classification(c.rule.id, c.rule.family, c.render(f), tuple(sorted(f.items())))
         return None
+
+
+def _window(text: str, lines: list[str]) -> str:
+    """What content patterns search: the output, or its head and tail when it is long."""
+    if len(lines) <= HEAD_LINES + TAIL_LINES:
+        return text
+    return "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
+
+
+def _may_skip(c: _CompiledClassifier, cmd_ids: frozenset[int], content_ids: frozenset[int], cmd_may, content_may,
+              command: str | None) -> bool:
+    """Can the rule be passed over without asking it (none of its patterns that decide can match)?
+    ``cmd_ids`` / ``content_ids``: its patterns' numbers; ``cmd_may`` / ``content_may``: the
+    prefilter's answers (None: every pattern may)."""
+    spec = c.spec
+    if command and spec.commands and (cmd_may is None or not cmd_may.isdisjoint(cmd_ids)):
+        return False  # its command may match: asked
+    if not spec.content or (spec.commands and command):
+        return True  # (matches says no without its command)
+    return content_may is not None and content_may.isdisjoint(content_ids)
 
 
 def _build_prefilter(compiled: list[_CompiledClassifier]) -> tuple | None:
