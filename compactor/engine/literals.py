@@ -113,6 +113,7 @@ class LiteralScanner:
         self._covered = covered
         self.skipped: list[tuple[tuple[str, bool], bytes, bool]] = []
         self._no_wide: dict = {}  # the skipped literals' entries of a view without a non-ASCII line
+        self._skipped_db = None  # hyperscan: the skipped literals alone (``_skipped_in``)
         # rules' approximate patterns (``approx.approximate``), scanned with the literals by hyperscan;
         # the empty one (a pattern that needs a non-ASCII character) matches no ASCII line: not scanned.
         # Given as a function, they are worked out when hyperscan is first prepared (a short text
@@ -212,8 +213,9 @@ class LiteralScanner:
         if self._covered is None or not self.approx:
             return
         skip = self._covered(set(self.approx) | ({""} if self._non_ascii_only else set()))
-        # (a literal across lines is looked up as lines_with does it: not skipped)
-        self.skipped = [bk for bk in self._bytes_keys if bk[0] in skip and b"\n" not in bk[1]]
+        # (a literal across lines is looked up as lines_with does it, and one with a '?' is checked
+        # on the lines where a replaced character may fake it: neither is skipped)
+        self.skipped = [bk for bk in self._bytes_keys if bk[0] in skip and b"\n" not in bk[1] and b"?" not in bk[1]]
         self._no_wide = {wide_key(key): () for key, _, _ in self.skipped}
         if self.skipped:
             self._bytes_keys = [bk for bk in self._bytes_keys if bk[0] not in skip]
@@ -335,12 +337,31 @@ class LiteralScanner:
         the approximations promise nothing), under ``wide_key``; returns the literal keys found
         there."""
         wide = bytes_view(view)[2]
-        if not wide:  # no line can hold them (most texts): the same empty entries for every such view
-            view._hits.update(self._no_wide)
+        hits = view._hits
+        hits.update(self._no_wide)  # (no line holds most of them: the found ones get theirs below)
+        if not wide:  # no line can hold them (most texts)
             return []
-        got = holding_in(view, wide, self.skipped)
-        view._hits.update((wide_key(key), lines) for key, lines in got.items())
-        return [key for key, lines in got.items() if lines]
+        got = self._skipped_in(view, wide)
+        hits.update((wide_key(key), lines) for key, lines in got.items())
+        return list(got)
+
+    def _skipped_in(self, view: TextView, wide: list[int]) -> dict:
+        """The skipped literals found on the lines ``wide`` (those with a non-ASCII character),
+        and their lines, as ``holding_in`` finds them: one hyperscan pass of a database of those
+        literals over the lines' bytes (looking each up with ``find`` costs more than the rest of
+        a short text's scan). A line dense with them is looked up exactly."""
+        db = self._skipped_db
+        if db is None:
+            db = self._skipped_db = _hyperscan_db(self.skipped)
+        data, starts, _ = bytes_view(view)
+        lines = view.lines
+        sub = [data[starts[i]:starts[i] + len(lines[i])] for i in wide]
+        out: list[list[int]] = [[] for _ in self.skipped]
+        recheck, _ = scan_lines(db, b"\n".join(sub), line_starts(sub), out, self._terminated)
+        if recheck:  # (rare) the exact lookup on every such line
+            return {key: got for key, got in holding_in(view, wide, self.skipped).items() if got}
+        skipped = self.skipped
+        return {skipped[k][0]: [wide[j] for j in sorted(set(out[k]))] for k in compress(range(len(out)), out)}
 
     def found_keys(self, view: TextView, keys) -> list:
         """Of ``keys``, those the view's cache holds lines for, after a scan; with literals skipped
