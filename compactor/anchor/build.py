@@ -389,6 +389,7 @@ class _State:
     """Mutable working state of the fold. ``freeze`` gives the frozen Anchor."""
 
     def __init__(self, a: Anchor) -> None:
+        self._objective: tuple | None = None  # (what _objective_parts read, its parts), see there
         self._fact_shapes: dict[str, bool] = {}
         self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
         self.facts: dict[str, Fact] | FactLedger = {x.id: x for x in a.facts_learned}
@@ -1329,8 +1330,24 @@ class _State:
         )
         view = SimpleNamespace(**fields, changes_made=net, next_steps=next_steps, cursor=cursor, overflow=[])
         return Anchor(**fields, changes_made=net, next_steps=next_steps, cursor=cursor,
-                      objective_state=objective_state(view, self._facts_told()),
+                      objective_state=_objective_text(self._objective_parts(view), self.steps_seen),
                       next_action_hint=next_action_hint(view))
+
+    def _objective_parts(self, view: SimpleNamespace) -> tuple[list[str], list[str], list[str]]:
+        """``_objective_parts`` of the anchor being frozen, kept from the last freeze while
+        everything it reads is equal (its lists are compared item by item in C: an unchanged item
+        is the same object)."""
+        facts = self._facts_told()
+        cur = view.cursor
+        key = (cur.objective, view.intent.current, view.intent.newest_request, view.intent.history,
+               facts if facts is not None else view.facts_learned, view.changes_made, view.files_touched,
+               view.dead_ends, view.open_questions, cur.last_result_error, cur.last_error, cur.last_error_step)
+        held = self._objective
+        if held is not None and held[0] == key:
+            return held[1]
+        parts = _objective_parts(view, facts)
+        self._objective = (key, parts)
+        return parts
 
     def _facts_told(self) -> tuple[int, str, str] | None:
         """(how many facts, the first and the last step that stated one) when the facts are not all
@@ -1730,14 +1747,22 @@ def objective_state(a: Anchor, facts: tuple[int, str, str] | None = None) -> str
     """One short paragraph: where the work stands relative to the goal (deterministic template).
     ``facts``: (how many, the first and the last step that stated one), when ``a`` does not hold
     every fact."""
-    parts: list[str] = []
+    return _objective_text(_objective_parts(a, facts), a.steps_seen)
+
+
+def _objective_parts(a: Anchor, facts: tuple[int, str, str] | None) -> tuple[list[str], list[str], list[str]]:
+    """:func:`objective_state` but the count of steps: (the sentences before "So far", its
+    counts after the steps, the sentences after it). Read from the goal, the requests' history,
+    the facts (or ``facts``), changes, files, dead ends, the latest error and open questions
+    (``_State.freeze`` keeps them while none of those changed: every step changes the count)."""
+    head: list[str] = []
     goal = _goal(a)
     if goal:
-        parts.append(f"Goal: {shorten(goal, 200)}")
+        head.append(f"Goal: {shorten(goal, 200)}")
     done = [it for it in a.intent.history if it.kind in ("initial", "request") and it.status == "done"]
     if done:
-        parts.append(f"{_n(len(done), 'earlier request')} finished")
-    counts = [_n(a.steps_seen, "step")]
+        head.append(f"{_n(len(done), 'earlier request')} finished")
+    counts: list[str] = []
     if facts is None and a.facts_learned:
         steps = [f.source_step for f in a.facts_learned if f.source_step]
         facts = (len(a.facts_learned), steps[0] if steps else "", steps[-1] if steps else "")
@@ -1754,13 +1779,19 @@ def objective_state(a: Anchor, facts: tuple[int, str, str] | None = None) -> str
     active_dead = [d for d in a.dead_ends if d.status == "excluded"]
     if active_dead:
         counts.append(f"{_n(len(active_dead), 'approach', 'approaches')} excluded")
-    parts.append("So far: " + ", ".join(counts))
+    tail: list[str] = []
     if a.cursor.last_result_error and a.cursor.last_error:
-        parts.append(f"The latest result ({a.cursor.last_error_step}) is an error: {shorten(a.cursor.last_error, 160)}")
+        tail.append(f"The latest result ({a.cursor.last_error_step}) is an error: {shorten(a.cursor.last_error, 160)}")
     open_q = [q for q in a.open_questions if q.status == "open"]
     if open_q:
-        parts.append(f"Open: {shorten(open_q[-1].text, 200)}")
-    return " ".join(_sentence_end(p) for p in parts) if parts else ""
+        tail.append(f"Open: {shorten(open_q[-1].text, 200)}")
+    return head, counts, tail
+
+
+def _objective_text(parts: tuple[list[str], list[str], list[str]], steps_seen: int) -> str:
+    head, counts, tail = parts
+    so_far = "So far: " + ", ".join([_n(steps_seen, "step"), *counts])
+    return " ".join(_sentence_end(p) for p in (*head, so_far, *tail))
 
 
 def _sentence_end(p: str) -> str:
