@@ -265,9 +265,10 @@ class Session:
         if n > len(base):
             out.clear()
             n = 0
-        elif n and out != base[:n]:
-            for i in compress(range(n), map(operator.ne, out, base)):
-                out[i] = dict.copy(base[i])
+        # one pass over the pairs (a list comparison that finds a difference would be followed by
+        # a second one to find them all)
+        for i in compress(range(n), map(operator.ne, out, base)):
+            out[i] = dict.copy(base[i])
         out.extend(map(dict.copy, base[n:]))
         return out
 
