@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from compactor.tokens import _Estimate, get_counter
+from compactor.tokens import _Estimate, get_counter, piecewise
 
 
 def test_counter_works_offline_and_names_itself():
@@ -22,6 +22,21 @@ def test_chunked_count_equals_whole_count():
     for _ in range(5):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(300_000, 500_000)))
         assert c._count_chunked(text) == len(c.enc.encode_ordinary(text))
+
+
+def test_a_text_counted_piece_by_piece_counts_as_a_whole():
+    """``piecewise`` counts a text as the sum of its pieces (cut after a newline before a
+    non-space character), each looked up in the counter's cache: the same total as one count of
+    the whole text, whether none, some or all of the pieces were counted before."""
+    c = get_counter()
+    if not hasattr(c, "enc"):
+        return  # estimate counter: counted whole
+    count = piecewise(c)
+    rng = random.Random(11)
+    parts = ["## Facts", "- ", "\n", "\n\n", "  ", "\t", "foo", "Bar", "x.py:3", "✓", "ünï", "中文", "!!", "12"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(150, 700))) for _ in range(300)]
+    for text in texts + [t[: len(t) // 2] + "\nnew line\n" + t[len(t) // 2:] for t in texts]:
+        assert count(text) == len(c.enc.encode_ordinary(text))
 
 
 def test_unknown_encoding_falls_back_to_the_estimate():
