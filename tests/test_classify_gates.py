@@ -136,10 +136,10 @@ def test_gates_never_refuse_a_match_on_the_corpus(corpus):
 def test_classification_unchanged_on_the_corpus(corpus):
     gated = Classifier(RULES)
     plain = Classifier(RULES)
-    for c in plain.compiled:  # every pattern searched, as before the gates
+    for c in plain.compiled:  # every pattern searched and every capture match read, as before the gates
         c.__dict__["commands"] = [(pat, None) for pat, _g in c.commands]
         c.__dict__["content"] = [(pat, None) for pat, _g in c.content]
-        c.__dict__["captures"] = [(spec, pat, None) for spec, pat, _g in c.captures]
+        c.__dict__["captures"] = [(spec, pat, None, False) for spec, pat, _g, _last in c.captures]  # every match read
     outputs = _corpus_outputs(corpus)
     examples = [(t, c, None) for t, c in _examples()]
     classified = 0

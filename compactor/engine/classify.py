@@ -10,6 +10,7 @@ the output and feed the ``summary`` template, e.g.
 from __future__ import annotations
 
 import string
+from collections import deque
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -97,11 +98,16 @@ class _CompiledClassifier:
 
     @cached_property
     def captures(self) -> list[tuple]:
-        """(capture, compiled pattern, gate): as for ``content``."""
+        """(capture, compiled pattern, gate, only the last match read?): as for ``content``. The
+        last match alone is read for ``agg`` "last" and "words" when no other capture shares the
+        pattern (its matches are then not all kept)."""
         out = []
-        for c in self.spec.captures:
+        specs = self.spec.captures
+        for c in specs:
             flags = _flags(c.flags) | regex.MULTILINE
-            out.append((c, _compile(c.pattern, flags), gate_of(c.pattern, flags)))
+            shared = sum(1 for d in specs if (d.pattern, _flags(d.flags)) == (c.pattern, _flags(c.flags))) > 1
+            out.append((c, _compile(c.pattern, flags), gate_of(c.pattern, flags),
+                        c.agg in ("last", "words") and not shared))
         return out
 
     def matches(self, text: str, lines: list[str], command: str | None) -> bool:
@@ -129,7 +135,7 @@ class _CompiledClassifier:
         budget = CAPTURE_BUDGET + CAPTURE_PER_MB * len(text) / 1_048_576
         lowered: list[str] = []
         found: dict[tuple, list] = {}  # the matches of one pattern (several captures may share it)
-        for spec, pat, gate in self.captures:
+        for spec, pat, gate, last_only in self.captures:
             key: tuple | None = (pat.pattern, pat.flags)
             ms = found.get(key)
             if ms is None:
@@ -142,6 +148,12 @@ class _CompiledClassifier:
                         m = None
                     ms = [] if m is None else [m]
                     key = None  # (not every match: not kept for another capture of the pattern)
+                elif last_only:  # only the last match is read: the others are passed over, not kept
+                    try:
+                        ms = list(deque(pat.finditer(text, timeout=budget), maxlen=1))
+                    except TimeoutError:
+                        ms = []
+                    key = None
                 elif spec.agg == "count":  # only how many: no match object is made (one per line, often)
                     try:
                         out[spec.name] = str(len(pat.findall(text, timeout=budget)))
