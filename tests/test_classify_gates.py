@@ -221,6 +221,57 @@ def test_the_prefilter_never_refuses_a_match_generated(parts, case):
 
 _PRE: list = []  # the prefilters, made by the first generated example
 
+_WIDE = ["\u2713", "\u2717", "\u00e9", "\u00a0", "\u2019", "\u4e2d\u6587", "\U0001f600", "\u0663", "\u2003",
+         "\u00df", "\u0130", "\u212a", "\u017f", "\u0131"]
+
+
+@given(st.integers(0, 10_000), st.lists(st.tuples(st.sampled_from(_WIDE), st.floats(0, 1)), min_size=1,
+                                                 max_size=4),
+       st.sampled_from(["insert", "replace"]))
+def test_the_prefilter_never_refuses_a_match_in_text_with_wide_characters(which, wide, how):
+    """Rule examples (which match their patterns) with non-ASCII characters put in or put in
+    place of a character: such a text is scanned as UTF-8 by the patterns' UTF-8 approximations
+    (or, holding a character that folds to an ASCII letter, every pattern may match); a pattern
+    that matches is never ruled out."""
+    if not _PRE:
+        _PRE.append(_prefilters())
+    pre, commands, contents = _PRE[0]
+    if not _EXAMPLES:
+        _EXAMPLES.extend(_examples())
+    text, command = _EXAMPLES[which % len(_EXAMPLES)]
+    for ch, at in wide:
+        k = int(at * len(text))
+        text = text[:k] + ch + text[k + (how == "replace"):]
+    _check_prefilter(pre, commands, contents, _window(text, text.split("\n")), text)
+
+
+_EXAMPLES: list = []  # the rule examples, read by the first generated text
+
+
+def test_the_utf8_prefilter_rules_out_most_patterns_of_a_wide_text():
+    """Not vacuous: a text with a non-ASCII character is not a candidate for every pattern."""
+    if not _PRE:
+        _PRE.append(_prefilters())
+    pre, commands, contents = _PRE[0]
+    text = "running 12 checks\n\u2713 parse ok\n\u2713 render ok\nall done \u2014 no errors"
+    may = pre[1].may(text)
+    assert may is not None and len(may) < 0.3 * len(contents)
+    assert pre[1].may(text + " \u212a") is None  # a character that folds to 'k': every pattern may
+
+
+def test_the_characters_that_fold_to_ascii_are_all_known():
+    """Every non-ASCII code point that ``regex`` or ``re`` matches caseless to an ASCII letter is
+    in FOLDS_TO_ASCII (an approximation of bytes cannot show such a match)."""
+    import re
+
+    from compactor.engine.approx import FOLDS_TO_ASCII
+
+    pats = [regex.compile("[a-z]", regex.IGNORECASE), regex.compile("[a-z]", regex.IGNORECASE | regex.FULLCASE),
+            re.compile("[a-z]", re.IGNORECASE)]
+    found = {chr(cp) for cp in range(128, 0x110000) if not 0xD800 <= cp < 0xE000
+             and any(p.fullmatch(chr(cp)) for p in pats)}
+    assert found and found <= FOLDS_TO_ASCII
+
 
 def test_classification_unchanged_with_the_prefilter_on_the_corpus(corpus):
     _prefilters()

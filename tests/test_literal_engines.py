@@ -425,6 +425,72 @@ def test_an_approximation_matches_wherever_its_pattern_does():
     assert checked > 200
 
 
+_ATOMS = ["FAIL", "ok", "k", "s", "7", " ", ":", "\\d", "\\w", "\\s", "\\S", "\\W", ".", "[^:]", "[a-f]", "[\\w.]",
+          "\u2713", "\u00e9", "\u00df", "[\u00e0-\u00ff]", "[^\\s\u2713]", "(?:ok|\u2717)", "passed", "\u4e2d"]
+_QUANT = ["", "", "", "?", "+", "*", "{2}", "{1,3}", "{0,2}", "{3,}"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(_ATOMS), st.sampled_from(_QUANT)), min_size=1, max_size=5),
+       st.booleans(), st.data())
+@settings(max_examples=300, deadline=None)
+def test_a_utf8_approximation_matches_wherever_its_pattern_does(atoms, caseless, data):
+    """``approximate_utf8`` on generated patterns (classes, '.', repeats, non-ASCII literals,
+    caseless) and lines generated to hold a match (any Unicode characters where the pattern
+    allows them): every such line (but one holding a character that folds to an ASCII letter)
+    is matched by the approximation in the line's UTF-8 bytes."""
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    import hyperscan
+    import regex
+
+    from compactor.engine.approx import FOLDS_TO_ASCII, approximate_utf8
+
+    pattern = "".join((a if len(a) == 1 or a.startswith(("\\", "[", "(")) else f"(?:{a})") + q for a, q in atoms)
+    flags = regex.IGNORECASE if caseless else 0
+    expr = approximate_utf8(pattern, flags)
+    if expr is None:
+        return  # (no approximation: every line is a candidate)
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[expr.encode("ascii")], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_PREFILTER])
+    exact = regex.compile(pattern, flags)
+    lines = data.draw(st.lists(st.from_regex(re.compile(pattern, re.IGNORECASE if caseless else 0)), min_size=1,
+                               max_size=5))
+    for line in lines:
+        line = line.split("\n")[0]
+        if exact.search(line) is None or any(c in line for c in FOLDS_TO_ASCII):
+            continue
+        got: list = []
+        db.scan(line.encode("utf-8", "surrogatepass"), match_event_handler=lambda *_a: got.append(1))
+        assert got, (pattern, caseless, line, expr)
+
+
+@pytest.mark.parametrize("pattern,flags,line", [
+    ("FAIL.ok", 0, "FAIL\u2713ok"),  # '.' is one character, of one byte or four
+    ("FAIL.ok", 0, "FAIL\U0001f600ok"),
+    (r"passed\W{2}ok", 0, "passed \u2014ok"),
+    (r"FAIL [^:]{1,3}:", 0, "FAIL \u4e2d\u6587x:"),
+    ("\u2713 passed", 0, "\u2713 passed"),  # a non-ASCII literal: its own bytes
+    ("(?i)\u00c9CHEC", 0, "\u00e9chec"),  # caseless: any non-ASCII character's bytes
+    (r"(?i)stop\d{2}", 0, "STOP\u0663\u0664"),  # \d takes Arabic-Indic digits
+])
+def test_a_utf8_approximation_counts_characters_not_bytes(pattern, flags, line):
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    import hyperscan
+    import regex
+
+    from compactor.engine.approx import approximate_utf8
+
+    assert regex.search(pattern, line, flags)
+    expr = approximate_utf8(pattern, flags)
+    assert expr is not None
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[expr.encode("ascii")], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_PREFILTER])
+    got: list = []
+    db.scan(line.encode("utf-8"), match_event_handler=lambda *_a: got.append(1))
+    assert got, expr
+
+
 def test_approximations_are_bounded_on_probe_lines():
     # the probe lines (ordinary output) match at most one approximation in a few
     for cr in APPROXIMATED:

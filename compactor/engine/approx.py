@@ -46,7 +46,7 @@ import re
 from re import _constants as C  # noqa: N812
 from re import _parser as sre
 
-__all__ = ["approximate", "implies_literal", "line_local"]
+__all__ = ["FOLDS_TO_ASCII", "approximate", "approximate_utf8", "implies_literal", "line_local"]
 
 MAX_BOUND = 20  # a repeat bounded above this is approximated as unbounded
 LINE_END = r"[^\n]*(?:\n|$)"  # appended: one report per line, at its end
@@ -78,6 +78,12 @@ PROBE = (
 BROAD_PROBES = 0
 
 _SPACE = frozenset(" \t\n\r\f\v\x1c\x1d\x1e\x1f")
+_UTF8_RUN = "[\\x80-\\xff]+"  # one non-ASCII character's UTF-8 bytes (or several characters')
+# the non-ASCII characters that ``regex`` (or ``re``) matches caseless to an ASCII letter (a
+# test checks every code point): an ASCII letter of a caseless pattern may match them, which no
+# approximation of bytes shows, so a line holding one is taken as a candidate as it is
+_ASCII_FOLD = {"\u0130": "iI", "\u0131": "iI", "\u017f": "sS", "\u212a": "kK"}
+FOLDS_TO_ASCII = frozenset(_ASCII_FOLD)
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _DIGIT = frozenset("0123456789")
 _ASCII = frozenset(chr(i) for i in range(128))
@@ -103,7 +109,7 @@ def _fold(chars, icase: bool) -> set[str]:
     out = set()
     for c in chars:
         out.add(c)
-        for d in (c.lower(), c.upper()):
+        for d in (c.lower(), c.upper(), *_ASCII_FOLD.get(c, "")):
             if len(d) == 1 and d.isascii():
                 out.add(d)
     return out
@@ -131,12 +137,22 @@ class _Emitter:
     """Walks a parsed pattern; ``newline`` records whether the pattern (lookarounds included) can
     match or look at a newline, ``string_anchor`` whether it uses \\A or \\Z."""
 
-    def __init__(self, strict: bool = True) -> None:
+    def __init__(self, strict: bool = True, utf8: bool = False) -> None:
         self.newline = False
         self.string_anchor = False
         # strict: an element that needs a non-ASCII character raises _NonAscii; otherwise (the walk
         # that only reads newlines and anchors) it stands for any non-ASCII bytes
         self.strict = strict
+        # utf8: the expression reads a text's UTF-8 bytes (``approximate_utf8``): a character is
+        # one ASCII byte or a run of bytes >= 0x80, so one round of a repeat stays one character
+        self.utf8 = utf8
+
+    def _wide(self, ascii_class: str | None) -> str:
+        """One character of a class that can match a non-ASCII one: an ASCII member, or (UTF-8)
+        a run of non-ASCII bytes (one character or more: a superset)."""
+        if ascii_class is None:
+            return "(?:" + _UTF8_RUN + ")"
+        return "(?:" + ascii_class + "|" + _UTF8_RUN + ")"
 
     def seq(self, items, icase: bool, dotall: bool) -> str:
         out = []
@@ -147,6 +163,15 @@ class _Emitter:
     def item(self, op, av, icase: bool, dotall: bool) -> str:
         if op is C.LITERAL:
             if av >= 128:
+                ch = chr(av)
+                # caseless, the ASCII letters it matches, in both cases ('k' and 'K' for KELVIN SIGN)
+                folds = _fold(_fold({ch}, icase) - {ch}, icase) if icase else set()
+                if self.utf8:
+                    if not icase:
+                        return "(?:" + "".join("\\x%02x" % b for b in ch.encode("utf-8", "surrogatepass")) + ")"
+                    return self._wide(_byte_class(folds, False) if folds else None)
+                if folds:  # (an ASCII line may hold a match: its letters)
+                    return _byte_class(folds, True)
                 if self.strict:
                     raise _NonAscii
                 return "[\\x80-\\xff]"
@@ -157,16 +182,21 @@ class _Emitter:
         if op is C.NOT_LITERAL:
             if av != 10:
                 self.newline = True
-            return _byte_class(_ASCII - _fold({chr(av)}, icase) if av < 128 else _ASCII, True)
+            members = _ASCII - _fold({chr(av)}, icase) if av < 128 else _ASCII
+            if self.utf8:
+                return self._wide(_byte_class(members, False))
+            return _byte_class(members, True)
         if op is C.ANY:
             if dotall:
                 self.newline = True
-                return "[\\x00-\\xff]"
-            return "[^\\n]"
+                return self._wide("[\\x00-\\x7f]") if self.utf8 else "[\\x00-\\xff]"
+            return self._wide("[\\x00-\\x09\\x0b-\\x7f]") if self.utf8 else "[^\\n]"
         if op is C.IN:
             members, wide = self._members(av, icase)
             if "\n" in members:
                 self.newline = True
+            if self.utf8 and wide:
+                return self._wide(_byte_class(members, False) if members else None)
             if not members and self.strict:
                 raise _NonAscii
             return _byte_class(members, wide)
@@ -225,11 +255,15 @@ class _Emitter:
                     members |= _fold({chr(a)}, icase)
                 else:
                     wide = True
+                    if icase:  # (the ASCII letters it matches caseless)
+                        members |= _fold(_fold({chr(a)}, True) - {chr(a)}, True)
             elif o is C.RANGE:
                 lo, hi = a
                 members |= _fold({chr(x) for x in range(lo, min(hi, 127) + 1)}, icase)
                 if hi >= 128:
                     wide = True
+                    if icase:  # (the ASCII letters the non-ASCII members match caseless)
+                        members |= _fold({c for c in _ASCII_FOLD if lo <= ord(c) <= hi}, True) - FOLDS_TO_ASCII
             elif o is C.CATEGORY and a in _CATEGORY:
                 members |= _CATEGORY[a]
                 wide = True  # \w, \d, \s and their negations also match non-ASCII characters
@@ -240,7 +274,7 @@ class _Emitter:
         return members, wide
 
 
-def _analyse(pattern: str, flags: int) -> tuple[str | None, bool]:
+def _analyse(pattern: str, flags: int, utf8: bool = False) -> tuple[str | None, bool]:
     """(approximation without the line end, line-local?); the approximation is None when there is
     none, ``_NEEDS_NON_ASCII`` when every match needs a non-ASCII character."""
     try:
@@ -270,7 +304,7 @@ def _analyse(pattern: str, flags: int) -> tuple[str | None, bool]:
     branches = core[0][1][1] if len(core) == 1 and core[0][0] is C.BRANCH else [items]
     alts = []
     for branch in branches:
-        e = _sequence(list(branch), icase, dotall)
+        e = _sequence(list(branch), icase, dotall, utf8)
         if e is None:
             return None, local
         if e != _NEEDS_NON_ASCII:
@@ -280,7 +314,7 @@ def _analyse(pattern: str, flags: int) -> tuple[str | None, bool]:
     return (alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"), local
 
 
-def _sequence(items, icase: bool, dotall: bool) -> str | None:
+def _sequence(items, icase: bool, dotall: bool, utf8: bool = False) -> str | None:
     """The approximation of one alternative. Every part of a match is on the line too, so any of
     these is a superset: the sequence with its lookarounds dropped, a stretch of it between two
     unbounded repeats ('#\\d+\\s+\\S[^\\n]* \\(' has ' \\(' after its '[^\\n]*'), or the text of
@@ -303,7 +337,7 @@ def _sequence(items, icase: bool, dotall: bool) -> str | None:
     for k, part in enumerate(parts):
         part = _trim(part)
         try:
-            options.append((_Emitter().seq(part, icase, dotall), _literal_head(part)))
+            options.append((_Emitter(utf8=utf8).seq(part, icase, dotall), _literal_head(part)))
         except _NonAscii:
             return _NEEDS_NON_ASCII  # the line must hold this part, which needs a non-ASCII character
         except (_Unsupported, KeyError, RecursionError):
@@ -355,12 +389,13 @@ def _trim(items: list) -> list:
 _NEEDS_NON_ASCII = "\0"  # what _analyse returns for such a pattern (an expression is never this)
 
 
-def _approximate(pattern: str, flags: int) -> list:
-    expr, local = _analyse(pattern, flags)
+def _approximate(pattern: str, flags: int, utf8: bool = False) -> list:
+    expr, local = _analyse(pattern, flags, utf8)
     if expr is None:
         return [None, False]
     if expr == _NEEDS_NON_ASCII:
-        return [NON_ASCII_ONLY, local]
+        # (with UTF-8 only a class that matches nothing gets here: no approximation is claimed)
+        return [None, local] if utf8 else [NON_ASCII_ONLY, local]
     try:
         probe = re.compile(expr)
     except (re.error, RecursionError, OverflowError):
@@ -372,19 +407,31 @@ def _approximate(pattern: str, flags: int) -> list:
     return [expr + LINE_END, local]
 
 
-def _cached(pattern: str, flags: int) -> list:
+def _cached(pattern: str, flags: int, utf8: bool = False) -> list:
     from .programs import cached_value, source_hash
 
-    got = cached_value(f"approx {source_hash(__file__)}", f"{int(flags)}\0{pattern}", lambda: _approximate(pattern, flags))
+    kind = "approx-utf8" if utf8 else "approx"
+    got = cached_value(f"{kind} {source_hash(__file__)}", f"{int(flags)}\0{pattern}",
+                       lambda: _approximate(pattern, flags, utf8))
     if type(got) is list and len(got) == 2 and (got[0] is None or type(got[0]) is str) and type(got[1]) is bool:
         return got
-    return _approximate(pattern, flags)  # not what _approximate writes: computed afresh
+    return _approximate(pattern, flags, utf8)  # not what _approximate writes: computed afresh
 
 
 def approximate(pattern: str, flags: int) -> str | None:
     """A hyperscan expression that matches (reported at the line's end) every ASCII line on which
     ``pattern`` finds a match; None when there is none worth scanning for (see the module notes)."""
     return _cached(pattern, flags)[0]
+
+
+def approximate_utf8(pattern: str, flags: int) -> str | None:
+    """:func:`approximate` for a text's UTF-8 bytes: an expression that matches (reported at the
+    line's end) every line of the encoded text on which ``pattern`` finds a match, unless the
+    line holds a character of ``FOLDS_TO_ASCII`` (those lines must be taken as they are). Each
+    character a class or ``.`` may match non-ASCII is an ASCII byte or a run of bytes >= 0x80,
+    and a non-ASCII literal is its own bytes (caseless: any such run), so a repeat counts
+    characters as the pattern does. None when there is none worth scanning for."""
+    return _cached(pattern, flags, True)[0]
 
 
 def line_local(pattern: str, flags: int) -> bool:

@@ -220,17 +220,23 @@ class _CompiledClassifier:
 
 class _Prefilter:
     """Which of some patterns may match a text: each pattern's approximation (``approx``: on an
-    ASCII text, a superset of where the pattern matches) in one hyperscan database, scanned once.
-    A pattern without an approximation always may; on a text with a non-ASCII character every
-    pattern may (there an approximation promises nothing)."""
+    ASCII text, a superset of where the pattern matches) in one hyperscan database, scanned once;
+    a text with a non-ASCII character is scanned as UTF-8 by a second database of the patterns'
+    UTF-8 approximations (``approximate_utf8``). A pattern without an approximation always may;
+    on a text holding a character that folds to an ASCII letter (``FOLDS_TO_ASCII``) every
+    pattern may."""
 
     def __init__(self, patterns: list[tuple[str, int]]):
-        from .approx import NON_ASCII_ONLY, approximate
+        from .approx import FOLDS_TO_ASCII, NON_ASCII_ONLY, approximate, approximate_utf8
         from .literals import _hyperscan_db
 
+        self.folds = tuple(FOLDS_TO_ASCII)
         self.always: set[int] = set()
         self.ids: list[int] = []  # database id -> pattern number
+        self.always8: set[int] = set()  # (the same, for the UTF-8 database)
+        self.ids8: list[int] = []
         exprs: list[str] = []
+        exprs8: list[str] = []
         for k, (pattern, flags) in enumerate(patterns):
             a = approximate(pattern, flags)
             if a is None:
@@ -238,16 +244,28 @@ class _Prefilter:
             elif a != NON_ASCII_ONLY:  # (one that needs a non-ASCII character matches no ASCII text)
                 self.ids.append(k)
                 exprs.append(a)
+            u = approximate_utf8(pattern, flags)
+            if u is None:
+                self.always8.add(k)
+            else:
+                self.ids8.append(k)
+                exprs8.append(u)
         self.db = _hyperscan_db([], exprs) if exprs else None
+        self.db8 = _hyperscan_db([], exprs8) if exprs8 else None
 
     def may(self, text: str) -> set[int] | None:
         """The numbers of the patterns that may match ``text``; None: every one may."""
-        if not text.isascii():
-            return None
-        found = set(self.always)
-        if self.db is not None and text:
-            ids, add = self.ids, found.add
-            self.db.scan(text.encode("ascii"), match_event_handler=lambda i, _a, _b, _f, _c: add(ids[i]))
+        if text.isascii():
+            found = set(self.always)
+            db, ids, data = self.db, self.ids, text.encode("ascii")
+        else:
+            if any(c in text for c in self.folds):
+                return None
+            found = set(self.always8)
+            db, ids, data = self.db8, self.ids8, text.encode("utf-8", "surrogatepass")
+        if db is not None and text:
+            add = found.add
+            db.scan(data, match_event_handler=lambda i, _a, _b, _f, _c: add(ids[i]))
         return found
 
 
