@@ -379,3 +379,45 @@ def test_a_turn_keeps_the_level1_outcomes_whose_collapse_did_not_move():
     assert log.starts[-1] == idx.ids.index(collapsed[0])
     fresh = compactor.Compactor(keep_recent=3).compact(msgs)
     assert result.messages == fresh.messages
+
+
+def _unique_reference(phs, drop):
+    want, seen = [], set()
+    for p in phs:
+        if (p.id, p.segment_id) not in seen and p.segment_id not in drop:
+            want.append(p)
+        seen.add((p.id, p.segment_id))
+    return want
+
+
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4)), max_size=12),
+                          st.sampled_from(["grow", "same", "insert", "replace"]), st.sets(st.integers(0, 4), max_size=2)),
+                min_size=1, max_size=8), st.booleans())
+def test_the_report_lists_each_placeholder_once_in_order(turns, twice):
+    """The report's placeholders, turn after turn of one conversation (its list grown, the same,
+    with some put in before the end, or rebuilt, and the dropped segments changed): each (id,
+    segment) once, the first in order, none of a dropped segment; the same placeholder object
+    met twice is listed once."""
+    from types import SimpleNamespace
+
+    from compactor.models import Placeholder
+    from compactor.pipeline import _unique_placeholders
+
+    conv = SimpleNamespace(placeholder_memo=None)
+    phs: list = []
+    for k, (items, how, dropped) in enumerate(turns):
+        new = [Placeholder(id=f"c-{i}", rule_id="r", summary=f"{k}/{j}", sha256="0" * 64, segment_id=f"m{s}",
+                           tokens_before=2, tokens_after=1) for j, (i, s) in enumerate(items)]
+        if how == "grow":
+            phs = phs + new
+        elif how == "insert":
+            phs = phs[: len(phs) // 2] + new + phs[len(phs) // 2:]
+        elif how == "replace":
+            phs = new
+        if twice and phs:
+            phs = phs + [phs[0]]
+        drop = {f"m{s}" for s in dropped}
+        got = _unique_placeholders(phs, drop, conv)
+        want = _unique_reference(phs, drop)
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want)), (k, how)
+        assert got is not phs
