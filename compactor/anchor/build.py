@@ -390,6 +390,9 @@ class _State:
 
     def __init__(self, a: Anchor) -> None:
         self._objective: tuple | None = None  # (what _objective_parts read, its parts), see there
+        # likewise (what freeze's _intent and _next_steps read, what they gave)
+        self._intent_memo: tuple | None = None
+        self._next_memo: tuple | None = None
         self._fact_shapes: dict[str, bool] = {}
         self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
         self.facts: dict[str, Fact] | FactLedger = {x.id: x for x in a.facts_learned}
@@ -1275,7 +1278,13 @@ class _State:
     # ------------------------------------------------------------------ freezing
     def freeze(self) -> Anchor:
         history = list(self.intent.values())
-        intent = self._intent(history)
+        key = (history, self.current_request, self.objective)  # (all _intent reads)
+        held = self._intent_memo
+        if held is not None and held[0] == key:
+            intent = held[1]
+        else:
+            intent = self._intent(history)
+            self._intent_memo = (key, intent)
         files = []
         was_get = self._was.get
         for path, f in self.files.items():
@@ -1309,7 +1318,15 @@ class _State:
         raw_changes = list(self.changes.values())
         raw_next = list(self.next_steps.values())
         draft = SimpleNamespace(**fields, changes_made=raw_changes, next_steps=raw_next, overflow=[])
-        next_steps = self._next_steps(draft)
+        # (all _next_steps reads, _unverified's included)
+        key = (raw_next, fields["key_evidence"], files, raw_changes, history, self.current_request, self.finished,
+               self.answered, self.last_result_error, self.last_error, self.last_error_step)
+        held = self._next_memo
+        if held is not None and held[0] == key:
+            next_steps = list(held[1])
+        else:
+            next_steps = self._next_steps(draft)
+            self._next_memo = (key, list(next_steps))
         net = _net_changes(draft)
         derived = [n.id for n in next_steps if n.id not in self.next_steps]
         derived += [c.id for c in net if c.id not in self.changes]
