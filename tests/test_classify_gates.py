@@ -297,3 +297,17 @@ def test_classification_unchanged_with_the_prefilter_on_the_corpus(corpus):
         classified += a is not None
     assert classified > 50 and filtered._pre and plain._pre is None
     assert asked["filtered"] < asked["plain"] / 3  # most rules are not asked
+
+
+def test_an_approximation_hyperscan_refuses_leaves_only_its_pattern_unfiltered():
+    """A prefilter database is built of the approximations hyperscan compiles; a pattern whose
+    approximation it refuses always may match (the others are still filtered)."""
+    _prefilters()  # (skips when there is no hyperscan)
+    from compactor.engine.classify import _database
+
+    ids, always = [3, 7], set()
+    db = _database(["[\\x46][\\x41][\\x49][\\x4c][^\\n]*(?:\\n|$)", "(?:unbalanced"], ids, always)
+    assert ids == [3] and always == {7} and db is not None
+    found: list = []
+    db.scan(b"tests: FAIL\n", match_event_handler=lambda i, *_a: found.append(ids[i]))
+    assert set(found) == {3}

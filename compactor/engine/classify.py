@@ -228,7 +228,6 @@ class _Prefilter:
 
     def __init__(self, patterns: list[tuple[str, int]]):
         from .approx import FOLDS_TO_ASCII, NON_ASCII_ONLY, approximate, approximate_utf8
-        from .literals import _hyperscan_db
 
         self.folds = tuple(FOLDS_TO_ASCII)
         self.always: set[int] = set()
@@ -250,8 +249,8 @@ class _Prefilter:
             else:
                 self.ids8.append(k)
                 exprs8.append(u)
-        self.db = _hyperscan_db([], exprs) if exprs else None
-        self.db8 = _hyperscan_db([], exprs8) if exprs8 else None
+        self.db = _database(exprs, self.ids, self.always)
+        self.db8 = _database(exprs8, self.ids8, self.always8)
 
     def may(self, text: str) -> set[int] | None:
         """The numbers of the patterns that may match ``text``; None: every one may."""
@@ -267,6 +266,24 @@ class _Prefilter:
             add = found.add
             db.scan(data, match_event_handler=lambda i, _a, _b, _f, _c: add(ids[i]))
         return found
+
+
+def _database(exprs: list[str], ids: list[int], always: set[int]):
+    """One hyperscan database of ``exprs`` (the approximations of the patterns ``ids``); an
+    approximation hyperscan cannot compile is left out and its pattern always may match (``ids``
+    and ``always`` are brought up to date). None when there is nothing to scan."""
+    from .literals import _hs_compiles, _hyperscan_db
+
+    if not exprs:
+        return None
+    try:
+        return _hyperscan_db([], exprs)
+    except Exception:  # noqa: BLE001 - hyperscan's error: find the approximations it refuses
+        keep = [_hs_compiles(e) for e in exprs]
+        always.update(k for k, ok in zip(ids, keep) if not ok)
+        ids[:] = [k for k, ok in zip(ids, keep) if ok]
+        exprs = [e for e, ok in zip(exprs, keep) if ok]
+        return _hyperscan_db([], exprs) if exprs else None
 
 
 PREFILTER_AFTER = 8  # classifications before the prefilter is loaded (a short run never needs it)
