@@ -49,6 +49,7 @@ __all__ = ["SESSION_COLLAPSE_BATCH", "Session"]
 # Compactor keeps collapse_batch=1 (the most compression); ``Session(Compactor(...))`` uses
 # that compactor's configuration as it is.
 SESSION_COLLAPSE_BATCH = 10
+COPY_RUN = 32  # output copies compared with their sources this many at a time (see _copies_of)
 
 
 class Session:
@@ -265,10 +266,14 @@ class Session:
         if n > len(base):
             out.clear()
             n = 0
-        # one pass over the pairs (a list comparison that finds a difference would be followed by
-        # a second one to find them all)
-        for i in compress(range(n), map(operator.ne, out, base)):
-            out[i] = dict.copy(base[i])
+        # compared a run of COPY_RUN pairs at a time, each in one C loop, and only a run with a
+        # difference pair by pair (a whole-list comparison that met a difference near the end,
+        # an output collapsed there, would be followed by a second pass over every pair)
+        for a in range(0, n, COPY_RUN):
+            b = a + COPY_RUN
+            if out[a:b] != base[a:b]:
+                for i in compress(range(a, min(b, n)), map(operator.ne, out[a:b], base[a:b])):
+                    out[i] = dict.copy(base[i])
         out.extend(map(dict.copy, base[n:]))
         return out
 

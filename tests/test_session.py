@@ -294,6 +294,29 @@ def test_a_changed_output_message_does_not_reach_the_next_turn():
     assert json.dumps(second) == json.dumps(fresh.compact().messages)
 
 
+def test_changed_output_messages_anywhere_in_a_long_conversation_are_copied_again():
+    """The output copies are compared with their sources a run at a time: a change the caller
+    made in any run (the first message, one in a middle run, one in the last, partial run) is
+    undone in the next turn's output, and the copies nobody changed are given again."""
+    from compactor.session import COPY_RUN
+
+    msgs = []
+    for i in range(COPY_RUN * 2 + 20):
+        msgs.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: step {i // 2} done"})
+    session = Session()
+    session.append(msgs[:-1])
+    first = session.compact().messages
+    expected = json.dumps(first)
+    changed = [0, COPY_RUN + 3, 2 * COPY_RUN + 5, len(first) - 1]
+    for i in changed:
+        first[i]["cache_control"] = {"type": "ephemeral"}
+    session.append(msgs[-1])
+    second = session.compact().messages
+    assert json.dumps(second[:-1]) == expected
+    assert all(second[i] is not first[i] for i in changed)
+    assert all(second[i] is first[i] for i in range(len(first)) if i not in changed)
+
+
 def test_a_document_changed_in_place_between_compactions_is_indexed_again():
     # a conversation's segment lists are checked once per compaction: a document whose segment list
     # (the same list object, same length) changed since the last compaction (a tool output is now a

@@ -102,12 +102,10 @@ class _CompiledClassifier:
         last match alone is read for ``agg`` "last" and "words" when no other capture shares the
         pattern (its matches are then not all kept)."""
         out = []
-        specs = self.spec.captures
-        for c in specs:
-            flags = _flags(c.flags) | regex.MULTILINE
-            shared = sum(1 for d in specs if (d.pattern, _flags(d.flags)) == (c.pattern, _flags(c.flags))) > 1
-            out.append((c, _compile(c.pattern, flags), gate_of(c.pattern, flags),
-                        c.agg in ("last", "words") and not shared))
+        keys = [(c.pattern, _flags(c.flags) | regex.MULTILINE) for c in self.spec.captures]
+        for c, (pattern, flags) in zip(self.spec.captures, keys):
+            shared = keys.count((pattern, flags)) > 1
+            out.append((c, _compile(pattern, flags), gate_of(pattern, flags), c.agg in ("last", "words") and not shared))
         return out
 
     def matches(self, text: str, lines: list[str], command: str | None) -> bool:
