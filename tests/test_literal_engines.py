@@ -679,3 +679,78 @@ def test_a_long_text_is_detected_with_the_cyclic_collector_paused(monkeypatch):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+_WIDE_CHARS = ["\u2713", "\u00e9", "\u00a0", "\u2019", "\u4e2d", "\U0001f600", "\u0663", "\u00df", "\u0645",
+               "\u0130", "\u212a", "\u017f", "\u0131"]
+
+
+def _spans_without_wide_checks(text: str):
+    """The spans when every line with a non-ASCII character is searched (no rule's UTF-8
+    approximation rules one out)."""
+    saved = {cr: cr.__dict__.get("wide_check", _MISSING) for cr in RULES if hasattr(cr, "approx_source")}
+    try:
+        for cr in saved:
+            cr.__dict__["wide_check"] = None
+        return _spans(text, "python")
+    finally:
+        for cr, v in saved.items():
+            if v is _MISSING:
+                cr.__dict__.pop("wide_check", None)
+            else:
+                cr.__dict__["wide_check"] = v
+
+
+_MISSING = object()
+
+
+@given(st.integers(0, 10_000), st.lists(st.tuples(st.sampled_from(_WIDE_CHARS), st.floats(0, 1)), min_size=1,
+                                         max_size=5), st.sampled_from(["insert", "replace"]))
+@settings(max_examples=150, deadline=None)
+def test_a_line_ruled_out_by_its_utf8_approximation_holds_no_match(which, wide, how):
+    """Rule examples with non-ASCII characters put in (or in place of a character): a line a
+    rule's UTF-8 approximation rules out is one its pattern does not match, so the spans are
+    those found when every such line is searched."""
+    text = EXAMPLES[which % len(EXAMPLES)]
+    for ch, at in wide:
+        k = int(at * len(text))
+        text = text[:k] + ch + text[k + (how == "replace"):]
+    assert _spans(text, "python") == _spans_without_wide_checks(text)
+
+
+def test_lines_with_wide_characters_are_ruled_out_and_matches_kept():
+    """Not vacuous: on the corpus's outputs with non-ASCII characters (and examples with a '✓'
+    put before every line) some lines are ruled out, and the spans are the same."""
+    from compactor.engine import matchers
+
+    calls = {"out": 0}
+    real = matchers._ruled_out_wide
+
+    def counted(rule, line):
+        got = real(rule, line)
+        calls["out"] += got
+        return got
+    matchers._ruled_out_wide = counted
+    try:
+        texts = ["\n".join("\u2713 " + ln for ln in ex.split("\n")) for ex in EXAMPLES[:400]]
+        for text in texts:
+            assert _spans(text, "python") == _spans_without_wide_checks(text)
+    finally:
+        matchers._ruled_out_wide = real
+    assert calls["out"] > 50
+
+
+def test_a_character_that_folds_to_an_ascii_letter_keeps_its_line_searched():
+    """KELVIN SIGN matches 'k' and LONG S 's' in a caseless pattern, which no approximation of
+    bytes shows: a line holding one is always searched (the rules' examples with their letters
+    so replaced find what they find with every line searched, and something)."""
+    swap = str.maketrans({"k": "\u212a", "K": "\u212a", "s": "\u017f", "S": "\u017f"})
+    found = 0
+    for ex in EXAMPLES:
+        text = ex.translate(swap)
+        if text == ex:
+            continue
+        got = _spans(text, "python")
+        assert got == _spans_without_wide_checks(text)
+        found += bool(got[0])
+    assert found > 20

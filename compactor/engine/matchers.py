@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..errors import RuleTimeout
 from ..normalize import ci_prefix_length, ci_prefix_lengths, ci_prefixed_somewhere
 from .branches import split_cached
-from .approx import approximate, implies_literal, line_local
+from .approx import FOLDS_TO_ASCII, approximate, approximate_utf8, implies_literal, line_local
 from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, holding_in,
                        line_starts, lines_holding, literal_key, non_ascii_lines, wide_key)
 from .records import FLAG_NAMES
@@ -359,6 +359,22 @@ def _compile(pattern: str, flags: int) -> regex.Pattern:
     return compile_pattern(pattern, flags)
 
 
+@lru_cache(maxsize=1024)
+def _wide_check(expr: str):
+    import re
+
+    return re.compile(expr.encode("ascii"))
+
+
+def _ruled_out_wide(rule: "RegexRule", line: str) -> bool:
+    """Can the rule's pattern not match ``line`` (which holds a non-ASCII character), as its
+    UTF-8 approximation says (``RegexRule.wide_check``)?"""
+    check = rule.wide_check
+    if check is None or any(c in line for c in FOLDS_TO_ASCII):
+        return False
+    return check.search(line.encode("utf-8", "surrogatepass")) is None
+
+
 def _search_line(pat: regex.Pattern, line: str, deadline_budget: float):
     if len(line) <= 4096:
         return pat.search(line)
@@ -488,6 +504,16 @@ class RegexRule(CompiledRule):
     def whole(self) -> regex.Pattern:
         return _compile(self.spec.pattern, _flags(self.spec.flags) | FLAG_NAMES["MULTILINE"])
 
+    @cached_property
+    def wide_check(self):
+        """A line with a non-ASCII character is searched only if this matches its UTF-8 bytes:
+        the pattern's UTF-8 approximation (``approx.approximate_utf8``, a superset of where it
+        matches, unless the line holds a character of ``FOLDS_TO_ASCII``) compiled for bytes.
+        ``regex`` searches such a line several times slower than an ASCII one (13 us for a line
+        of 60 characters and a caseless rule). None: every such line is searched."""
+        u = approximate_utf8(*self.approx_source)
+        return None if u is None else _wide_check(u)
+
     def find(self, view: TextView, budget: float):
         out = []
         spec = self.spec
@@ -572,6 +598,8 @@ class RegexRule(CompiledRule):
                 try:
                     if gate is not None and _search_line(gate, body, budget) is None:
                         m = None  # the rule's own necessary condition fails: no match here
+                    elif not body.isascii() and _ruled_out_wide(self, body):
+                        m = None  # its UTF-8 approximation finds nothing in the line
                     else:
                         m = _search_line(self.pat, body, budget)
                 except TimeoutError:
