@@ -7,7 +7,8 @@ Every figure is a ratio against a baseline measured in the same run:
    one message and compacts. Baseline: one ``json.dumps`` of the conversation at that turn (what
    sending it to an API costs at least). Measured for ``Session.append + Session.compact`` and,
    for comparison, for the stateless ``Compactor.compact(messages)``. Then the same run replayed
-   four times over (fresh ids; 340 messages): the turns from message 300 on.
+   four times over (fresh ids; 340 messages): the turns from message 300 on. Informative: the
+   turns of the first replay once the conversation holds 40 messages.
 2. Prefix stability (default Session settings): the share of turns whose output extends the
    previous output as a byte prefix (serialised as the API would receive it) and the share of
    the previous output's tokens still a valid prefix (what a provider's prompt cache keeps); for ``collapse_batch=1`` (one output collapses
@@ -265,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         long = repeated(conv, 4)
         res["session_from_300"] = {"messages": len(long), **replay(long, stateless=False, reps=1, from_turn=300)}
+        # informative, not a goal: the turns once the conversation holds 40 messages (the first
+        # turns' ratio is one json.dumps of one to three messages against detecting the task)
+        res["session_from_40"] = replay(conv, stateless=False, reps=reps, from_turn=40)
     res["prefix_default_session"] = prefix_share(conv)
     res["prefix_batch_1"] = prefix_share(conv, collapse_batch=1)
     import compactor
