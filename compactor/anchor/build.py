@@ -389,10 +389,7 @@ class _State:
     """Mutable working state of the fold. ``freeze`` gives the frozen Anchor."""
 
     def __init__(self, a: Anchor) -> None:
-        self._objective: tuple | None = None  # (what _objective_parts read, its parts), see there
-        # likewise (what freeze's _intent and _next_steps read, what they gave)
-        self._intent_memo: tuple | None = None
-        self._next_memo: tuple | None = None
+        self._kept_parts: dict[str, tuple] = {}  # freeze's derived parts and what they read (see _kept)
         self._fact_shapes: dict[str, bool] = {}
         self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
         self.facts: dict[str, Fact] | FactLedger = {x.id: x for x in a.facts_learned}
@@ -1278,13 +1275,7 @@ class _State:
     # ------------------------------------------------------------------ freezing
     def freeze(self) -> Anchor:
         history = list(self.intent.values())
-        key = (history, self.current_request, self.objective)  # (all _intent reads)
-        held = self._intent_memo
-        if held is not None and held[0] == key:
-            intent = held[1]
-        else:
-            intent = self._intent(history)
-            self._intent_memo = (key, intent)
+        intent = self._kept("intent", (history, self.current_request, self.objective), lambda: self._intent(history))
         files = []
         was_get = self._was.get
         for path, f in self.files.items():
@@ -1318,15 +1309,11 @@ class _State:
         raw_changes = list(self.changes.values())
         raw_next = list(self.next_steps.values())
         draft = SimpleNamespace(**fields, changes_made=raw_changes, next_steps=raw_next, overflow=[])
-        # (all _next_steps reads, _unverified's included)
-        key = (raw_next, fields["key_evidence"], files, raw_changes, history, self.current_request, self.finished,
-               self.answered, self.last_result_error, self.last_error, self.last_error_step)
-        held = self._next_memo
-        if held is not None and held[0] == key:
-            next_steps = list(held[1])
-        else:
-            next_steps = self._next_steps(draft)
-            self._next_memo = (key, list(next_steps))
+        # (the key: all _next_steps reads, _unverified's included)
+        next_steps = list(self._kept("next_steps", (raw_next, fields["key_evidence"], files, raw_changes, history,
+                                                    self.current_request, self.finished, self.answered,
+                                                    self.last_result_error, self.last_error, self.last_error_step),
+                                     lambda: self._next_steps(draft)))
         net = _net_changes(draft)
         derived = [n.id for n in next_steps if n.id not in self.next_steps]
         derived += [c.id for c in net if c.id not in self.changes]
@@ -1351,20 +1338,24 @@ class _State:
                       next_action_hint=next_action_hint(view))
 
     def _objective_parts(self, view: SimpleNamespace) -> tuple[list[str], list[str], list[str]]:
-        """``_objective_parts`` of the anchor being frozen, kept from the last freeze while
-        everything it reads is equal (its lists are compared item by item in C: an unchanged item
-        is the same object)."""
+        """``_objective_parts`` of the anchor being frozen (kept while all it reads is equal)."""
         facts = self._facts_told()
         cur = view.cursor
         key = (cur.objective, view.intent.current, view.intent.newest_request, view.intent.history,
                facts if facts is not None else view.facts_learned, view.changes_made, view.files_touched,
                view.dead_ends, view.open_questions, cur.last_result_error, cur.last_error, cur.last_error_step)
-        held = self._objective
+        return self._kept("objective", key, lambda: _objective_parts(view, facts))
+
+    def _kept(self, part: str, key: tuple, make):
+        """``make()``, or what it gave the last freeze when ``key`` (everything it reads) compares
+        equal to that freeze's: the anchor's lists are compared item by item in C, and an
+        unchanged item is the same object. (The result is shared: not to be changed in place.)"""
+        held = self._kept_parts.get(part)
         if held is not None and held[0] == key:
             return held[1]
-        parts = _objective_parts(view, facts)
-        self._objective = (key, parts)
-        return parts
+        got = make()
+        self._kept_parts[part] = (key, got)
+        return got
 
     def _facts_told(self) -> tuple[int, str, str] | None:
         """(how many facts, the first and the last step that stated one) when the facts are not all

@@ -46,7 +46,7 @@ import re
 from re import _constants as C  # noqa: N812
 from re import _parser as sre
 
-__all__ = ["FOLDS_TO_ASCII", "approximate", "approximate_utf8", "implies_literal", "line_local"]
+__all__ = ["FOLDS_TO_ASCII", "approximate", "approximate_utf8", "holds_ascii_fold", "implies_literal", "line_local"]
 
 MAX_BOUND = 20  # a repeat bounded above this is approximated as unbounded
 LINE_END = r"[^\n]*(?:\n|$)"  # appended: one report per line, at its end
@@ -84,6 +84,12 @@ _UTF8_RUN = "[\\x80-\\xff]+"  # one non-ASCII character's UTF-8 bytes (or severa
 # approximation of bytes shows, so a line holding one is taken as a candidate as it is
 _ASCII_FOLD = {"\u0130": "iI", "\u0131": "iI", "\u017f": "sS", "\u212a": "kK"}
 FOLDS_TO_ASCII = frozenset(_ASCII_FOLD)
+
+
+def holds_ascii_fold(text: str) -> bool:
+    """Does ``text`` hold a character of ``FOLDS_TO_ASCII`` (where a UTF-8 approximation
+    promises nothing)?"""
+    return any(c in text for c in FOLDS_TO_ASCII)
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _DIGIT = frozenset("0123456789")
 _ASCII = frozenset(chr(i) for i in range(128))

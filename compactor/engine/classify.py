@@ -20,6 +20,7 @@ from ..normalize import CI_PREFIX, ci_prefixed_somewhere
 from ..record import Record
 from ..syntax import placeholder_safe
 from ..lazyre import lazy_regex
+from .approx import holds_ascii_fold
 from .branches import gate_of, may_match
 from .matchers import _compile, _flags
 
@@ -225,9 +226,8 @@ class _Prefilter:
     pattern may."""
 
     def __init__(self, patterns: list[tuple[str, int]]):
-        from .approx import FOLDS_TO_ASCII, NON_ASCII_ONLY, approximate, approximate_utf8
+        from .approx import NON_ASCII_ONLY, approximate, approximate_utf8
 
-        self.folds = tuple(FOLDS_TO_ASCII)
         self.always: set[int] = set()
         self.ids: list[int] = []  # database id -> pattern number
         self.always8: set[int] = set()  # (the same, for the UTF-8 database)
@@ -256,7 +256,7 @@ class _Prefilter:
             found = set(self.always)
             db, ids, data = self.db, self.ids, text.encode("ascii")
         else:
-            if any(c in text for c in self.folds):
+            if holds_ascii_fold(text):
                 return None
             found = set(self.always8)
             db, ids, data = self.db8, self.ids8, text.encode("utf-8", "surrogatepass")

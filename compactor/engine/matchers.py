@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..errors import RuleTimeout
 from ..normalize import ci_prefix_length, ci_prefix_lengths, ci_prefixed_somewhere
 from .branches import split_cached
-from .approx import FOLDS_TO_ASCII, approximate, approximate_utf8, implies_literal, line_local
+from .approx import approximate, approximate_utf8, holds_ascii_fold, implies_literal, line_local
 from .literals import (LiteralScanner, approx_key, bytes_view, gate_fits_hyperscan, gate_key, holding_in,
                        line_starts, lines_holding, literal_key, non_ascii_lines, wide_key)
 from .records import FLAG_NAMES
@@ -370,7 +370,7 @@ def _ruled_out_wide(rule: "RegexRule", line: str) -> bool:
     """Can the rule's pattern not match ``line`` (which holds a non-ASCII character), as its
     UTF-8 approximation says (``RegexRule.wide_check``)?"""
     check = rule.wide_check
-    if check is None or any(c in line for c in FOLDS_TO_ASCII):
+    if check is None or holds_ascii_fold(line):
         return False
     return check.search(line.encode("utf-8", "surrogatepass")) is None
 
