@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 from collections import deque
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 import regex
@@ -66,10 +66,45 @@ _FMT = _SafeFormatter()
 
 
 def render_summary(template: str, fields: dict[str, str]) -> str:
+    """``template`` with ``{name}`` (or ``{name:spec}``) filled from ``fields``; a missing field
+    is empty, a spec applies to a field that reads as a number; a template that cannot be filled
+    is returned as it is."""
+    parts = _template_parts(template)
+    if parts is not None:
+        out = []
+        get = fields.get
+        fmt = _FMT.format_field
+        try:
+            for literal, name, spec in parts:
+                out.append(literal)
+                if name is not None:
+                    value = get(name, "")
+                    out.append(value if not spec and value.__class__ is str else fmt(value, spec))
+        except ValueError:
+            return template
+        return "".join(out)
     try:
         return _FMT.format(template, **fields)
     except (ValueError, IndexError, KeyError):
         return template
+
+
+@lru_cache(maxsize=1024)
+def _template_parts(template: str) -> tuple[tuple[str, str | None, str], ...] | None:
+    """The template read once: (literal text, field name or None, format spec) in order. None
+    when a field is not a plain name with a plain spec (a position, an attribute, a conversion,
+    a nested field) or the template does not parse: those are left to ``string.Formatter``."""
+    try:
+        parsed = list(_FMT.parse(template))
+    except ValueError:
+        return None
+    parts = []
+    for literal, name, spec, conversion in parsed:
+        if name is not None and (not name.isidentifier() or conversion is not None
+                                 or "{" in spec or "}" in spec):
+            return None
+        parts.append((literal, name, spec or ""))
+    return tuple(parts)
 
 
 def _present(v: str) -> bool:
@@ -299,7 +334,7 @@ class Classifier:
     def __init__(self, rules: list[Rule] | list[Record]):
         self.compiled = [_CompiledClassifier(r) for r in sorted(rules, key=lambda r: (-r.priority, r.id))]
         self._calls = 0
-        self._pre: tuple | None = None  # (command prefilter, content prefilter, per rule: its patterns' numbers)
+        self._pre: tuple | None = None  # (command prefilter, content prefilter, the rules to ask: _Asked)
 
     def prepare(self) -> None:
         """Load the prefilter now (for a caller that will classify many outputs: a session)."""
@@ -323,10 +358,12 @@ class Classifier:
         if pre is not None:
             cmd_may = pre[0].may(command[:COMMAND_CHARS]) if command else set()
             content_may = pre[1].may(_window(text, lines))
-        for k, c in enumerate(self.compiled):
-            if len(lines) < c.spec.min_lines:
-                continue
-            if pre is not None and _may_skip(c, *pre[2][k], cmd_may, content_may, command):
+            asked = pre[2].asked(cmd_may, content_may, bool(command))
+        else:
+            asked = self.compiled
+        n = len(lines)
+        for c in asked:
+            if n < c.spec.min_lines:
                 continue
             if c.matches(text, lines, command):
                 f = c.fields(text, lines, command, exit_code)
@@ -341,17 +378,34 @@ def _window(text: str, lines: list[str]) -> str:
     return "\n".join(lines[:HEAD_LINES]) + "\n" + "\n".join(lines[-TAIL_LINES:])
 
 
-def _may_skip(c: _CompiledClassifier, cmd_ids: frozenset[int], content_ids: frozenset[int], cmd_may, content_may,
-              command: str | None) -> bool:
-    """Can the rule be passed over without asking it (none of its patterns that decide can match)?
-    ``cmd_ids`` / ``content_ids``: its patterns' numbers; ``cmd_may`` / ``content_may``: the
-    prefilter's answers (None: every pattern may)."""
-    spec = c.spec
-    if command and spec.commands and (cmd_may is None or not cmd_may.isdisjoint(cmd_ids)):
-        return False  # its command may match: asked
-    if not spec.content or (spec.commands and command):
-        return True  # (matches says no without its command)
-    return content_may is not None and content_may.isdisjoint(content_ids)
+class _Asked:
+    """Which rules a text must be asked of, from the prefilter's answers: a rule whose command
+    pattern may match the command; else, one with content patterns that decides by content
+    (no command known, or the rule names no command) and one of whose content patterns may match
+    the output. (A rule that names commands and matched none is not asked: its ``matches`` says
+    no.) In the rules' order, from the patterns' owners rather than rule by rule."""
+
+    def __init__(self, compiled: list[_CompiledClassifier], cmd_owner: list[int], content_owner: list[int]):
+        self.compiled = compiled
+        self.cmd_owner = cmd_owner  # command pattern number -> its rule's number
+        self.content_owner = content_owner
+        self.with_commands = frozenset(k for k, c in enumerate(compiled) if c.spec.commands)
+        # the rules that decide by content: with no command known, and with one known
+        self.by_content = frozenset(k for k, c in enumerate(compiled) if c.spec.content)
+        self.by_content_cmd = frozenset(k for k in self.by_content if not compiled[k].spec.commands)
+
+    def asked(self, cmd_may: set[int] | None, content_may: set[int] | None, command: bool) -> list:
+        if command:
+            rules = self.with_commands if cmd_may is None else {self.cmd_owner[i] for i in cmd_may}
+            content = self.by_content_cmd
+        else:
+            rules = set()
+            content = self.by_content
+        if content_may is None:
+            rules = rules | content
+        else:
+            rules = rules | (content & {self.content_owner[i] for i in content_may})
+        return [self.compiled[k] for k in sorted(rules)]
 
 
 def _build_prefilter(compiled: list[_CompiledClassifier]) -> tuple | None:
@@ -363,15 +417,15 @@ def _build_prefilter(compiled: list[_CompiledClassifier]) -> tuple | None:
         return None
     commands: list[tuple[str, int]] = []
     contents: list[tuple[str, int]] = []
-    per_rule = []
-    for c in compiled:
-        cmd_ids = frozenset(range(len(commands), len(commands) + len(c.spec.commands)))
+    cmd_owner: list[int] = []
+    content_owner: list[int] = []
+    for k, c in enumerate(compiled):
         commands += [(p, 0) for p in c.spec.commands]
-        content_ids = frozenset(range(len(contents), len(contents) + len(c.spec.content)))
+        cmd_owner += [k] * len(c.spec.commands)
         contents += [(p, regex.MULTILINE) for p in c.spec.content]
-        per_rule.append((cmd_ids, content_ids))
+        content_owner += [k] * len(c.spec.content)
     try:
-        return _Prefilter(commands), _Prefilter(contents), per_rule
+        return _Prefilter(commands), _Prefilter(contents), _Asked(compiled, cmd_owner, content_owner)
     except Exception:  # noqa: BLE001 - hyperscan installed but unusable: every rule is asked, as without it
         return None
 
