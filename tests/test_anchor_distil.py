@@ -8,6 +8,7 @@ import importlib.util
 import json
 
 import pytest
+from hypothesis import given, strategies as st
 
 from compactor import compact
 from compactor.anchor import build_anchor, to_json
@@ -166,3 +167,56 @@ def test_the_independent_gold_set_passes():
     assert not problems, problems
     assert hit / total >= 0.9, f"gold recall {hit}/{total}"
     assert mn_hit / mn <= 0.10, f"gold violations {mn_hit}/{mn}"
+
+
+class _Lines:
+    """A view whose evidence lines are the ones a test names."""
+
+    def __init__(self, ok: set[int]):
+        self.ok = ok
+
+    def evidence_ok(self, i: int) -> bool:
+        return i in self.ok
+
+
+def _passing_reference(text: str, view) -> str:
+    """The passing line as first written: every line of the last 400 looked at, the last that
+    says a check passed kept; its first occurrence in the text must be evidence."""
+    from compactor.anchor.build import _PASSING
+
+    found = ""
+    for ln in text.split("\n")[-400:] if text.count("\n") > 400 else text.split("\n"):
+        s = ln.strip()
+        if s and len(s) <= 200 and _PASSING.search(s) and not s.startswith(("Successfully installed", "WARNING")):
+            found = s
+    if found:
+        idx = text.split("\n").index(next(ln for ln in text.split("\n") if ln.strip() == found))
+        if not view.evidence_ok(idx):
+            return ""
+    return found
+
+
+_PASS_LINES = ["3 passed in 0.1s", "  Ran 2 tests in 0.001s", "OK", "ok (skipped=1)", "WARNING: all tests passed",
+               "Successfully installed x", "FAILED test_a", "collecting ...", "", "   ", "ok", "x" * 201 + " passed",
+               "All checks passed", "Error: nothing passed"]
+
+
+@given(st.lists(st.sampled_from(_PASS_LINES), max_size=12), st.integers(0, 2),
+       st.sets(st.integers(0, 420), max_size=30))
+def test_the_passing_line_is_the_last_of_the_tail_and_its_first_occurrence_must_be_evidence(lines, pad, ok):
+    from compactor.anchor.build import _passing_line
+
+    # padding before them puts the lines near, across and past the 400-line tail
+    text = "\n".join(["filler"] * (pad * 200) + lines)
+    view = _Lines(ok)
+    assert _passing_line(text, view) == _passing_reference(text, view)
+
+
+def test_the_passing_line_cases():
+    from compactor.anchor.build import _passing_line
+
+    text = "3 passed\nnoise\n2 passed\nok"
+    assert _passing_line(text, _Lines({3})) == "ok"
+    assert _passing_line(text, _Lines({0, 2})) == ""  # the last one is not evidence: none
+    assert _passing_line("OK\nx\n  OK  ", _Lines({0})) == "OK"  # its first occurrence is looked at
+    assert _passing_line("\n".join(["3 passed"] + ["x"] * 400), _Lines({0})) == ""  # outside the tail

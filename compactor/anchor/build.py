@@ -377,11 +377,10 @@ def _resolved_evidence(e: Evidence, step: str) -> Evidence:
     if "\n" in text.strip():
         lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
         assertion = next((ln for ln in lines if ln.startswith("E ")), "")  # pytest's failing assertion
-        line = _first_error_line(text)
         if assertion:
             text = assertion
-        elif line:
-            text = line
+        else:
+            text = _first_error_line(text) or text
     return e.model_copy(update={"status": "resolved", "resolved_at": step, "text": text})
 
 
@@ -1686,13 +1685,16 @@ def _installed_module(command: str) -> str:
 
 def _passing_line(text: str, view: View) -> str:
     """The line of a successful run that says a check passed, verbatim (the last one)."""
+    lines = text.split("\n")
     found = ""
-    for i, ln in enumerate(text.split("\n")[-400:] if text.count("\n") > 400 else text.split("\n")):
+    # the last such line of the last 400: looked for from the end (a runner's summary is there)
+    for ln in reversed(lines[-400:]):
         s = ln.strip()
         if s and len(s) <= 200 and _PASSING.search(s) and not s.startswith(("Successfully installed", "WARNING")):
             found = s
+            break
     if found:
-        idx = text.split("\n").index(next(ln for ln in text.split("\n") if ln.strip() == found))
+        idx = next(i for i, ln in enumerate(lines) if found in ln and ln.strip() == found)  # (its first occurrence)
         if not view.evidence_ok(idx):
             return ""
     return found
