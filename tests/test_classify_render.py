@@ -8,34 +8,17 @@ template that cannot be filled comes back as it is.
 
 from __future__ import annotations
 
-import string
-
 from hypothesis import given, strategies as st
 
 from compactor.engine import load_rules, render_summary
-from compactor.engine.classify import _template_parts
-
-
-class _Reference(string.Formatter):
-    """The rendering the summaries are defined by (missing fields empty, specs for numbers)."""
-
-    def get_value(self, key, args, kwargs):
-        if isinstance(key, str):
-            return kwargs.get(key, "")
-        return super().get_value(key, args, kwargs)
-
-    def format_field(self, value, format_spec):
-        if format_spec and isinstance(value, str):
-            try:
-                value = int(value)
-            except ValueError:
-                return value
-        return super().format_field(value, format_spec)
+from compactor.engine.classify import _FMT, _template_parts
 
 
 def reference(template: str, fields: dict) -> str:
+    """The rendering the summaries are defined by: ``string.Formatter`` with a missing field
+    empty and a spec applied only to a number (the module's formatter, called as a whole)."""
     try:
-        return _Reference().format(template, **fields)
+        return _FMT.format(template, **fields)
     except (ValueError, IndexError, KeyError):
         return template
 
