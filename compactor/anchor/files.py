@@ -434,7 +434,7 @@ def _strip_heredocs(cmd: str) -> str:
 
 
 # The tokenizer runs on every shell command an agent sends: compiled by the standard ``re``
-# module (about 3x faster on these patterns than ``regex``). ``re``'s ``\s`` also takes the
+# module (several times faster on these patterns than ``regex``). ``re``'s ``\s`` also takes the
 # information separators 0x1c-0x1f, ``regex``'s does not: the whitespace the patterns mean is
 # spelled out (``regex``'s ``\s``), so both modules read them alike (a test compares the two).
 _WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -449,6 +449,7 @@ _DQ_ESCAPE = lazy_re(r'\\([\\"$`])')
 
 
 def _unquoted(m) -> str:
+    """What a quoted part, an escaped character or a stray quote of a shell word stands for."""
     g = m.group(1)
     if g is not None:
         return g
