@@ -71,7 +71,6 @@ class TextMemo:
         # that text is the one kept, the span is in the output
         self.found: dict[int, tuple[Span, str, str]] = {}
         self.file_reads: dict[str, tuple[Segment, Segment | None, bool]] = {}  # result -> (it, its call, read/edit?)
-        self._request: tuple[list[Segment], Segment | None] = ([], None)  # (segments seen, the newest request)
         self._request_at: tuple = (None, None)  # (SegmentIndex.mark of the segments seen, the newest request)
         self.protected: tuple | None = None  # protected_spans' last (spans, verdicts, volatile ones, map, version)
         self._kept: tuple | None = None  # normalize_kept's last (index mark, the texts, their normalised map)
@@ -105,28 +104,19 @@ class TextMemo:
             self._unsettled = None
 
     def newest_request(self, segments: list[Segment], index=None) -> Segment | None:
-        """:func:`newest_request` of ``segments``; while the segments seen last time are the first
-        ones (the same objects), only the new ones are looked at. ``index``: the conversation's
-        :class:`~compactor.segments.SegmentIndex`, which says so without a pass over them."""
-        if index is not None:
-            index.update(segments)  # (at once when it checked this list in this compaction)
-            mark, req = self._request_at
-            if index.extends(mark):
-                new = newest_request(segments[mark[1]:])
-                req = new if new is not None else req
-            else:
-                req = newest_request(segments)
-            self._request_at = (index.mark(), req)
-            return req
-        old, req = self._request
-        n = len(old)
-        if n <= len(segments) and all(map(operator.is_, old, segments)):
-            new = newest_request(segments[n:])
-            if new is not None:
-                req = new
+        """:func:`newest_request` of ``segments``. ``index``: the conversation's
+        :class:`~compactor.segments.SegmentIndex`; while it says the segments seen last time are
+        the first ones, only the new ones are looked at (without one, all of them are)."""
+        if index is None:
+            return newest_request(segments)
+        index.update(segments)  # (at once when it checked this list in this compaction)
+        mark, req = self._request_at
+        if index.extends(mark):
+            new = newest_request(segments[mark[1]:])
+            req = new if new is not None else req
         else:
             req = newest_request(segments)
-        self._request = (list(segments), req)
+        self._request_at = (index.mark(), req)
         return req
 
     def normalize_all(self, kept: dict[str, str]) -> dict[str, str]:

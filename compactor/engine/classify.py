@@ -144,7 +144,8 @@ class _CompiledClassifier:
             out.append((c, _compile(pattern, flags), gate_of(pattern, flags), c.agg in ("last", "words") and not shared))
         return out
 
-    def matches(self, text: str, lines: list[str], command: str | None) -> bool:
+    def matches(self, text: str, lines: list[str], command: str | None, window: str | None = None) -> bool:
+        """``window``: ``_window(text, lines)``, when the caller has it."""
         by_cmd = False
         if command and self.spec.commands:
             line = command[:COMMAND_CHARS]
@@ -156,7 +157,8 @@ class _CompiledClassifier:
             return False
         if self.spec.commands and command and not by_cmd:
             return False  # the command says it is something else
-        window = _window(text, lines)
+        if window is None:
+            window = _window(text, lines)
         lowered: list[str] = []
         try:
             return any(p.search(window, timeout=CAPTURE_BUDGET) for p, gate in self.content
@@ -355,9 +357,10 @@ class Classifier:
             lines = text.split("\n")
         self._calls += 1
         pre = self._prefilter() if self._calls > PREFILTER_AFTER else None
+        window = _window(text, lines)  # (what the content patterns search: made once for every rule)
         if pre is not None:
             cmd_may = pre[0].may(command[:COMMAND_CHARS]) if command else set()
-            content_may = pre[1].may(_window(text, lines))
+            content_may = pre[1].may(window)
             asked = pre[2].asked(cmd_may, content_may, bool(command))
         else:
             asked = self.compiled
@@ -365,7 +368,7 @@ class Classifier:
         for c in asked:
             if n < c.spec.min_lines:
                 continue
-            if c.matches(text, lines, command):
+            if c.matches(text, lines, command, window):
                 f = c.fields(text, lines, command, exit_code)
                 return Classification(c.rule.id, c.rule.family, c.render(f), tuple(sorted(f.items())))
         return None

@@ -246,15 +246,12 @@ class LiteralScanner:
         if self.engine == "hyperscan":
             found_ids = self._scan_hyperscan(view)
             if not bytes_view(view)[2]:  # an ASCII text: the non-ASCII literals are on no line
-                return self._found_keys_ascii(found_ids)
+                return self._found_keys(found_ids)
         else:
             found_ids = self._scan_ahocorasick(view)
-        nkeys = len(self._bytes_keys)
-        keys = self._key_order
-        found = [keys[i] for i in found_ids if i < nkeys]
-        if self.skipped:  # the approximations found stand for the literals they cover
+        found = self._found_keys(found_ids)
+        if self.skipped:  # (the approximations found stand for the literals they cover)
             found += self._scan_skipped(view)
-            found += [self._approx_keys[i - nkeys] for i in found_ids if i >= nkeys]
         for lit, ci in self._lowered:
             if view.lines_with(lit, ci):
                 found.append((lit, ci))
@@ -262,9 +259,10 @@ class LiteralScanner:
             found += self._scan_wide(view)
         return found
 
-    def _found_keys_ascii(self, found_ids: list[int]) -> list:
-        """``scan``'s keys for a text without a non-ASCII character, from the hyperscan ids found
-        (the literals, then the approximations): the view's cache has its entries already."""
+    def _found_keys(self, found_ids: list[int]) -> list:
+        """The keys of the engine's ids found: the literals, then the approximations (all of
+        ``scan``'s keys for a text without a non-ASCII character: the view's cache has its
+        entries already)."""
         nkeys = len(self._bytes_keys)
         keys = self._key_order
         found = [keys[i] for i in found_ids if i < nkeys]
