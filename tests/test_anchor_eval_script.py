@@ -190,3 +190,39 @@ def test_split_is_reproducible_and_stratified():
         if counts[layout] >= 2:
             assert halves == {"tune", "test"}, layout
     assert not any("aider-examples." in p for p in shipped["runs"])
+
+
+def _gold_runs():
+    return probe.load_gold(EVAL / "gold", "all")
+
+
+def test_shipped_gold_verbatim_strings_occur_in_their_runs():
+    """must_include strings and constraints are labelled verbatim: each occurs in the raw run
+    (normalised; JSON string escapes undone), so an anchor that keeps them can match them."""
+    shared = ROOT.parent / "shared"
+    if not shared.is_dir():
+        pytest.skip("shared data not available")
+    missing = []
+    for name, g in _gold_runs():
+        raw = (shared / g["run"]).read_text(encoding="utf-8", errors="replace")
+        texts = (probe.normalise(raw),
+                 probe.normalise(raw.replace('\\"', '"').replace("\\n", " ").replace("\\\\", "\\")
+                                 .replace("\\u2014", "\u2014")))
+        for s in [x for x in g["must_include"] if x not in probe.STATUSES] + g["constraints"]:
+            if not any(probe.normalise(s) in t for t in texts):
+                missing.append((name, s))
+    assert missing == []
+
+
+def test_gold_written_as_an_anchor_scores_full_marks():
+    """An anchor made of a gold file's own status, must-include strings and constraints gets
+    recall 1, status match and no violations: the gold does not contradict itself."""
+    for name, g in _gold_runs():
+        anchor = "\n".join([f"Status: {g['status']}", "## Constraints", *g["constraints"],
+                            "## Notes", *g["must_include"]])
+        r = probe.recall_one(g, anchor)
+        assert r["must_hit"] == r["must"], name
+        assert r["violations"] == [], name
+        assert r["status_ok"], name
+        assert r["constraints_hit"] == r["constraints"], name
+        assert r["stale_as_live"] == [], name
