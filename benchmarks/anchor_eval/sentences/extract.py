@@ -370,6 +370,7 @@ def layout_of(run: str) -> str:
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SPLIT_EN = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*_]*[A-Z0-9\u4e00-\u9fff])")
+_NOT_AN_END = re.compile(r"(^\(?\d{1,3}[.)]|\b(?:e\.g|i\.e|vs|etc|approx|No|Dr|Mr|Mrs|Fig)\.)$")
 _SPLIT_ZH = re.compile(r"(?<=[。！？；])")
 
 
@@ -387,10 +388,17 @@ def split_sentences(text: str) -> list[str]:
         if not line:
             continue
         for piece in _SPLIT_ZH.split(line):
+            carry = ""
             for s in _SPLIT_EN.split(piece):
-                s = s.strip()
+                s = (carry + " " + s.strip()).strip() if carry else s.strip()
+                carry = ""
+                if _NOT_AN_END.search(s):
+                    carry = s          # "1." of a numbered list, "e.g.": not a sentence end
+                    continue
                 if s and any(ch.isalnum() for ch in s):
                     out.append(s[:MAX_LEN])
+            if carry and any(ch.isalnum() for ch in carry):
+                out.append(carry[:MAX_LEN])
     return out
 
 
