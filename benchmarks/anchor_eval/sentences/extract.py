@@ -368,6 +368,7 @@ def layout_of(run: str) -> str:
 
 # ---------------------------------------------------------------- splitting
 
+_TEXT_CALL = re.compile(r"<function=[^>]*>.*?(?:</function>|\Z)", re.S)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SPLIT_EN = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*_]*[A-Z0-9\u4e00-\u9fff])")
 _NOT_AN_END = re.compile(r"(^\(?\d{1,3}[.)]|\b(?:e\.g|i\.e|vs|etc|approx|No|Dr|Mr|Mrs|Fig)\.)$")
@@ -378,6 +379,7 @@ def split_sentences(text: str) -> list[str]:
     """Drop fenced code blocks, split on line breaks, then on sentence ends (English and Chinese)."""
     out = []
     in_fence = False
+    text = _TEXT_CALL.sub("\n", text)  # tool calls written inline as <function=...> markup
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         if _FENCE.match(line):
             in_fence = not in_fence
