@@ -36,6 +36,7 @@ Usage::
     python extract.py --all RUN                # every sentence
     python extract.py --context RUN            # sampled sentences inside their messages, for reading
     python extract.py --runs                   # the runs of split.json plus the remaining shared runs
+    python extract.py --verify labels.jsonl    # every label's locator still yields its sha1
 
 RUN is a path relative to the data root (``--root``, default ``../shared`` beside the project,
 or ``$COMPACTOR_SHARED``).
@@ -485,6 +486,27 @@ def _context(root: str, run: str, cap: int) -> str:
     return "\n".join(lines)
 
 
+def verify(root: str, labels_path: str) -> list[str]:
+    """Problems with a labels file: locators that no longer exist or whose text changed."""
+    problems, cache = [], {}
+    with open(labels_path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            try:
+                o = json.loads(line)
+                run, key = o["run"], (o["msg"], o["sent"])
+            except (ValueError, KeyError, TypeError) as exc:
+                problems.append(f"{labels_path}:{lineno}: not a label record ({exc})")
+                continue
+            if run not in cache:
+                cache[run] = {(s["msg"], s["sent"]): s["sha1"] for s in sentences(root, run)}
+            got = cache[run].get(key)
+            if got is None:
+                problems.append(f"{labels_path}:{lineno}: {run} msg {key[0]} sent {key[1]} does not exist")
+            elif got != o.get("sha1"):
+                problems.append(f"{labels_path}:{lineno}: {run} msg {key[0]} sent {key[1]} text changed (sha1 {got})")
+    return problems
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*")
@@ -493,7 +515,17 @@ def main(argv=None) -> int:
     ap.add_argument("--cap", type=int, default=CAP)
     ap.add_argument("--context", action="store_true", help="print sampled sentences in their messages")
     ap.add_argument("--runs", dest="list_runs", action="store_true", help="list runs and halves")
+    ap.add_argument("--verify", metavar="LABELS", help="check a labels file against the runs")
     a = ap.parse_args(argv)
+    if a.verify:
+        try:
+            problems = verify(a.root, a.verify)
+        except (OSError, ValueError) as exc:
+            print(f"{a.verify}: cannot verify: {exc}", file=sys.stderr)
+            return 2
+        for p in problems:
+            print(p, file=sys.stderr)
+        return 2 if problems else 0
     if a.list_runs:
         for run, half in all_runs(a.root):
             print(f"{half}\t{run}")
