@@ -43,7 +43,7 @@ try:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the MCP server needs the mcp SDK 2.x: pip install 'compactor[mcp]'") from exc
+    raise ImportError("the MCP server needs the mcp SDK 2.x: pip install 'context-compactor[mcp]'") from exc
 
 __all__ = ["INSTRUCTIONS", "build_server", "run_stdio"]
 
