@@ -291,7 +291,7 @@ def test_cli_without_the_sdk_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as if the extra were not installed
     assert main(["mcp"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'compactor[mcp]'" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and "pip install 'context-compactor[mcp]'" in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------------------- results that fit the client
