@@ -185,7 +185,7 @@ def _add_compact(sub) -> None:
                         "placeholders and diagnostics")
     p.add_argument("--stream", default="auto", choices=["auto", "never"],
                    help="auto (default): a large JSON trajectory is compacted message by message in bounded "
-                        "memory when that gives the same output (see README); never: always read it whole")
+                        "memory when that gives the same output (see docs/memory.md); never: always read it whole")
     _add_config_flags(p)
     p.add_argument("-o", "--output", default=None, metavar="FILE", help=_OUTPUT_HELP)
     _add_common(p)

@@ -345,10 +345,10 @@ def test_hook_usage_errors_are_one_line_exit_2(args):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stdout == ""
 
 
-def test_settings_snippet_matches_the_readme():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_settings_snippet_matches_the_docs():
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "claude-code.md").read_text()
     block = re.search(r"<!-- claude-code-settings -->\s*```json\n(.*?)```", readme, re.S)
-    assert block, "README lacks the Claude Code settings snippet"
+    assert block, "docs/claude-code.md lacks the Claude Code settings snippet"
     assert json.loads(block.group(1)) == cc.settings_snippet("compactor")
 
 
