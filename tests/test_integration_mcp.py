@@ -385,3 +385,26 @@ def test_a_long_evidence_list_comes_in_parts_that_add_up(tmp_path: Path):
             assert seen == total and parts > 3
 
     _run(main)
+
+
+def test_the_server_bound_is_a_command_line_option(capsys):
+    from compactor.cli import main
+
+    assert main(["mcp", "--max-tokens", "50"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-tokens" in err and "200" in err
+
+
+def test_the_server_bound_applies_to_every_tool(tmp_path: Path):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_unfoldable(6, 150)), encoding="utf-8")
+
+    async def main():
+        async with Client(build_server(max_tokens=3000)) as client:
+            for tool in ("compact_transcript_file", "scan_file_for_evidence", "show_transcript_anchor", "trim_log_file"):
+                res = await client.call_tool(tool, {"path": str(path)})
+                assert not res.is_error and COUNT(_text(res)) <= 3000, tool
+            described = {t.name: t.description for t in (await client.list_tools()).tools}
+            assert all("max_tokens" in d and "default 3000" in d for d in described.values())
+
+    _run(main)

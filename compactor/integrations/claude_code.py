@@ -652,20 +652,9 @@ def remove_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 def _read_settings(path: Path) -> dict[str, Any]:
-    from ..errors import InputError
+    from .mcp_install import read_json_config
 
-    settings: dict[str, Any] = {}
-    if path.exists():
-        raw = path.read_text(encoding="utf-8")
-        if raw.strip():
-            try:
-                settings = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg}); fix it first", source=str(path),
-                                 position=f"line {exc.lineno} column {exc.colno}") from None
-            if not isinstance(settings, dict):
-                raise InputError("settings file is not a JSON object", source=str(path))
-    return settings
+    return read_json_config(path)
 
 
 def install(scope: str = "user", project_dir: str | None = None, exe: str | None = None) -> tuple[Path, bool]:

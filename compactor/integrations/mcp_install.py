@@ -23,7 +23,7 @@ from typing import Any
 from ..atomic import TempBeside
 from ..errors import ConfigError, InputError
 
-__all__ = ["CLIENTS", "config_path", "entry", "install", "render", "uninstall"]
+__all__ = ["CLIENTS", "config_path", "entry", "install", "read_json_config", "render", "uninstall"]
 
 CLIENTS = ("claude-code", "codex", "gemini", "cursor")
 SCOPES = ("user", "project")
@@ -86,7 +86,9 @@ def render(client: str, name: str, ent: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------- JSON files
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json_config(path: Path) -> dict[str, Any]:
+    """A client's JSON configuration file as an object ({} when missing or empty); anything else is
+    an :class:`InputError` naming the file and position, and the file is left alone."""
     if not path.exists():
         return {}
     raw = path.read_text(encoding="utf-8")
@@ -95,7 +97,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg}); fix it before installing", source=str(path),
+        raise InputError(f"not valid JSON ({exc.msg}); fix it first", source=str(path),
                          position=f"line {exc.lineno} column {exc.colno}") from None
     if not isinstance(data, dict):
         raise InputError("the configuration is not a JSON object", source=str(path))
@@ -198,7 +200,7 @@ def install(client: str, *, exe: str, args: tuple[str, ...] = ("mcp",), scope: s
     ent = entry(client, exe, args)
     if client == "codex":
         return target, _toml_install(target, name, ent)
-    data = _read_json(target)
+    data = read_json_config(target)
     servers = _servers(data, target, create=True)
     assert servers is not None
     if servers.get(name) == ent:
@@ -219,7 +221,7 @@ def uninstall(client: str, *, scope: str = "user", project_dir: str | os.PathLik
         return target, False
     if client == "codex":
         return target, _toml_install(target, name, {}, remove=True)
-    data = _read_json(target)
+    data = read_json_config(target)
     servers = _servers(data, target, create=False)
     if not servers or name not in servers:
         return target, False
