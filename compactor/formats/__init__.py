@@ -26,6 +26,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     claude_code,
     claude_md,
     gemini,
+    atif,
     codex,
     codex_tui,
     aider,
