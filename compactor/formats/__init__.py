@@ -27,6 +27,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     claude_md,
     gemini,
     atif,
+    debug_gym,
     codex,
     codex_tui,
     aider,
