@@ -21,6 +21,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     steps,
     swe_agent,
     openhands,
+    cline,
     openai_chat,
     anthropic,
     claude_code,
