@@ -33,6 +33,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     codex_tui,
     aider,
     agent_log,
+    conversation,
     text,
 )
 
