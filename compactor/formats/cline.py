@@ -89,6 +89,20 @@ def _texts(msg: Any) -> list[str]:
     return [t for _, t in _blocks(msg.get("content"), ())] if isinstance(msg, dict) else []
 
 
+def _call_id(msg: dict[str, Any], text: str, seen: dict[str, int]) -> str:
+    """An id for a call the layout gives none: the message's ``ts`` (Roo) when it has one, else a
+    digest of the call's text and how many identical calls came before it. Not the message's
+    position, which changes when earlier messages are dropped."""
+    import hashlib
+
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    ts = msg.get("ts")
+    key = f"ts{ts}-{digest}" if isinstance(ts, int) and not isinstance(ts, bool) else f"call-{digest}"
+    n = seen.get(key, 0)
+    seen[key] = n + 1
+    return key + (f"-{n}" if n else "")
+
+
 def _command_of(name: str, body: str) -> str | None:
     """The parameter that names what a call acts on (nested ones too: Roo's ``<args><file><path>``)."""
     for key in _PARAM_FOR_COMMAND:
@@ -137,7 +151,8 @@ class ClineApiFormat(StyledFormat):
         spans: dict[str, tuple[tuple[str | int, ...], int, int]] = {}
         calls = CallIndex()
         step = 0
-        prev_calls: list[tuple[str, str, str | None, int]] = []  # (name, seg id, command, step) of the last assistant message
+        prev_calls: list[tuple[str, str, str | None, int, str]] = []  # (name, seg id, command, step, call id)
+        seen_calls: dict[str, int] = {}
 
         def add(**kw: Any) -> None:
             segments.append(make_segment(index=len(segments), **kw))
@@ -172,11 +187,12 @@ class ClineApiFormat(StyledFormat):
                         else:
                             name = m.group(1)
                             cmd = _command_of(name, m.group(2))
+                            call_id = _call_id(msg, part, seen_calls)
                             add(id=sid, step=step, step_id=f"s{step}", role=Role.assistant,
-                                kind=SegmentKind.tool_call, text=part, call_id=sid, tool_name=name, command=cmd,
+                                kind=SegmentKind.tool_call, text=part, call_id=call_id, tool_name=name, command=cmd,
                                 origin=origin if whole else ())
-                            calls.add_call(sid, sid)
-                            prev_calls.append((name, sid, cmd, step))
+                            calls.add_call(call_id, sid)
+                            prev_calls.append((name, sid, cmd, step, call_id))
                         if not whole:
                             spans[sid] = (origin, a, b)
                 continue
@@ -231,8 +247,8 @@ class ClineApiFormat(StyledFormat):
         res["n"] += 1
         call_id = None
         if call is not None:
-            calls.match(call[1], sid)
-            call_id = call[1]
+            calls.match(call[4], sid)
+            call_id = call[4]
         err = True if first and text.lstrip().startswith(_ERROR_STARTS) else None
         m = _EXIT.search(text[:600]) if first else None
         code = int(m.group(1)) if m else None
@@ -339,11 +355,12 @@ class ClineUiFormat(StyledFormat):
                 prev_side = "assistant"
                 st = max(step, 1)
                 cmd = text if kind == "command" else _json_field(text, ("path", "command", "serverName", "url"))
+                call_id = f"ts{m['ts']}" if isinstance(m.get("ts"), int) else sid  # stable when items are dropped
                 add(id=sid, step=st, step_id=f"s{st}", role=Role.assistant, kind=SegmentKind.tool_call, text=text,
-                    call_id=sid, tool_name=kind if kind != "tool" else (_json_field(text, ("tool",)) or "tool"),
+                    call_id=call_id, tool_name=kind if kind != "tool" else (_json_field(text, ("tool",)) or "tool"),
                     command=cmd, origin=origin)
-                calls.add_call(sid, sid)
-                last_call = (sid, kind, cmd, st)
+                calls.add_call(call_id, sid)
+                last_call = (call_id, kind, cmd, st)
             elif kind in _RESULT_SAYS or kind in _ERROR_KINDS or (m["type"] == "ask" and kind == "command_output"):
                 prev_side = "tool"
                 is_err = True if kind in _ERROR_KINDS else None

@@ -15,7 +15,8 @@ first evaluation of the code (the environment's opening observation).
   environment showed the model: a ``tool_result`` without a call. Short harness lines are
   ``meta`` user messages. A pair's ``response`` text, when present, is the assistant's.
 - The summary is a step ``{step_id, action: null, obs: null, summary: text}`` read back as a user
-  message; dropped steps are removed (with their prompts).
+  message; dropped steps are removed (with their prompts), and the later prompts' copies of their
+  texts are emptied.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, plan_drops
+from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, plan_drops, put_text
 from .jsonstyle import StyledFormat
 
 _VIEW_MIN = 2000  # a later prompt's user text this long is the environment's view, not a harness line
@@ -148,8 +149,13 @@ class DebugGymFormat(StyledFormat):
 
         dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         log = data["log"]
-        # a mirror in a kept step of a text whose segment's step is dropped keeps its copy: the
-        # prompts of later steps are what the model saw, so they are not rewritten by a drop
+        # the later prompts' copies of a dropped step's texts go with it (emptied): the prompts
+        # repeat the history, and a dropped step kept in every later prompt would save nothing
+        for seg in doc.segments:
+            if record_of(seg) in dropped:
+                for mp in state.mirrors.get(seg.id, []):
+                    if mp[1] not in dropped:
+                        put_text(data, mp, "")
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)
         text = edits.summary
         data["log"] = self.splice(log, dropped, insert_at, (lambda i: self._summary_step(log, i, text)) if text else None)

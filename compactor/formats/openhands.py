@@ -73,6 +73,15 @@ def _is_flat_v0(e: Any) -> bool:
         isinstance(e.get("action"), str) or isinstance(e.get("observation"), str))
 
 
+def _flat_id(e: dict[str, Any], seen: dict[str, int]) -> str:
+    """A call id for a flat event (which has none): a digest of the event and how many identical
+    events came before it, not its position (which moves when earlier events are dropped)."""
+    digest = hashlib.sha256(json.dumps(e, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()[:12]
+    n = seen.get(digest, 0)
+    seen[digest] = n + 1
+    return f"action-{digest}" + (f"-{n}" if n else "")
+
+
 def _is_v1(e: Any) -> bool:
     return isinstance(e, dict) and e.get("kind") in _V1_KINDS
 
@@ -175,6 +184,7 @@ class OpenHandsFormat(Format):
         action_info: dict[Any, dict[str, Any]] = {}  # event id -> {step, call seg, call_id, name, cmd}
         user_texts: dict[str, str] = {}
         agent_acted = False
+        flat_seen: dict[str, int] = {}
         unanswered: list[dict[str, Any]] = []  # flat events: an observation answers the last open action
         for i, e in enumerate(events):
             path = (*base, i)
@@ -222,7 +232,8 @@ class OpenHandsFormat(Format):
                         ctx.add(sid, step=st, role=Role.assistant, kind=SegmentKind.message, text=text, origin=origin)
                         ctx.mirror_if_equal(sid, e, path, text)
                     continue
-                call_id = norm_id(tcm.get("tool_call_id")) or f"event-{norm_id(e.get('id')) or i}"
+                call_id = norm_id(tcm.get("tool_call_id")) or (
+                    _flat_id(e, flat_seen) if flat else f"event-{norm_id(e.get('id')) or i}")
                 name = tcm.get("function_name") or kind
                 thought = args.get("thought")
                 if kind == "think":
