@@ -11,9 +11,9 @@ first evaluation of the code (the environment's opening observation).
   rebuilt every step. The first prompt's first user message is the task (the instructions with
   the problem statement); every text that repeats an earlier segment (a tool message repeating an
   earlier ``obs``, the same closing instruction every step) is a mirror of it, rewritten with it.
-  A later prompt's instruction view (current code, breakpoints, last evaluation) is what the
-  environment showed the model: a ``tool_result`` without a call. Short harness lines are
-  ``meta`` user messages. A pair's ``response`` text, when present, is the assistant's.
+  A later prompt's first message, the instruction view (current code, breakpoints, last
+  evaluation), is what the environment showed the model: a ``tool_result`` without a call. The
+  prompt's other user lines are harness text (``meta``). A pair's ``response`` text, when present, is the assistant's.
 - The summary is a step ``{step_id, action: null, obs: null, summary: text}`` read back as a user
   message; dropped steps are removed (with their prompts), and the later prompts' copies of their
   texts are emptied.
@@ -29,7 +29,6 @@ from .registry import register
 from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, plan_drops, put_text
 from .jsonstyle import StyledFormat
 
-_VIEW_MIN = 2000  # a later prompt's user text this long is the environment's view, not a harness line
 
 
 def _is_step(e: Any) -> bool:
@@ -100,7 +99,7 @@ class DebugGymFormat(StyledFormat):
                     elif role == "user" and not task_seen:
                         task_seen = True
                         add(text, id=sid, role=Role.user, kind=SegmentKind.message, origin=origin, **ids)
-                    elif role == "tool" or len(text) >= _VIEW_MIN:
+                    elif role == "tool" or k == 0:
                         add(text, id=sid, role=Role.tool, kind=SegmentKind.tool_result, origin=origin,
                             tool_name="debug-gym:view", **ids)
                     else:
