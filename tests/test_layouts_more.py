@@ -70,9 +70,9 @@ def files_of(layout: str) -> list[Path]:
     out = [FIXTURES / n for n in FIXTURES_OF[layout]]
     if EXTRA.is_dir():
         out += [EXTRA / rel for rel, (lay, _, _) in EXTRA_TABLE.items() if lay == layout and (EXTRA / rel).exists()]
-        if layout == "conversation":
-            out += sorted(p for d in FALLBACK_DIRS for p in (EXTRA / d).glob("*")
-                          if detect(probe_file(p)).name == "conversation")
+        if layout == "conversation":  # the two smallest dumps the fallback reads (the others: the benchmark)
+            found = [p for d in FALLBACK_DIRS for p in (EXTRA / d).glob("*") if detect(probe_file(p)).name == "conversation"]
+            out += sorted(found, key=lambda p: (p.stat().st_size, p.name))[:2]
     return out
 
 
