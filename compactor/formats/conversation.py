@@ -9,10 +9,11 @@ is such a list itself. Two messages at least, and a quarter of the list's object
 
 Messages are read as chat messages in the common shapes:
 - ``content`` a string, or a list of parts: text parts (``text``/``input_text``/``output_text``),
-  Anthropic ``tool_use``/``tool_result`` blocks, Responses ``function_call``/``function_call_output``;
+  Anthropic ``tool_use``/``tool_result`` blocks, Responses ``function_call``/``function_call_output``,
+  ``toolCall``/``tool-call`` parts (pi, the Vercel AI SDK) with ``arguments``/``args``;
 - OpenAI ``tool_calls`` (``function.arguments``) and the legacy ``function_call``;
-- ``role: tool``/``function`` messages answer a call by ``tool_call_id``/``tool_use_id``/``call_id``
-  (else by name); results pair by id, never by position.
+- ``role: tool``/``function``/``toolResult`` messages answer a call by ``tool_call_id``/``tool_use_id``/
+  ``call_id``/``toolCallId`` (else by name); results pair by id, never by position.
 Roles ``human``/``ai``/``model``/``bot`` are read as user/assistant. Everything else in the file is
 kept as it is. The document's diagnostics say that the fallback read it and where the messages were.
 """
@@ -34,8 +35,12 @@ MAX_CONTAINERS = 20000
 _BODY = ("content", "parts", "text", "tool_calls", "function_call")
 _ROLE = {"user": Role.user, "human": Role.user, "assistant": Role.assistant, "ai": Role.assistant,
          "model": Role.assistant, "bot": Role.assistant, "system": Role.system, "developer": Role.system,
-         "tool": Role.tool, "function": Role.tool, "tool_result": Role.tool, "ipython": Role.tool}
+         "tool": Role.tool, "function": Role.tool, "tool_result": Role.tool, "toolresult": Role.tool,
+         "ipython": Role.tool}
 _TEXT_PARTS = ("text", "input_text", "output_text")
+# call and result parts: Anthropic, OpenAI Responses, pi / Vercel AI SDK style
+_CALL_PARTS = ("tool_use", "function_call", "toolCall", "tool-call", "tool_call")
+_RESULT_PARTS = ("tool_result", "function_call_output", "toolResult", "tool-result")
 
 
 def _message(item: Any) -> str | None:
@@ -189,7 +194,7 @@ class ConversationFormat(StyledFormat):
             if key is not None:
                 calls.add_call(key, sid, step=st, name=name_of(name), cmd=cmd)
 
-        tool_id = msg.get("tool_call_id") or msg.get("tool_use_id") or msg.get("call_id")
+        tool_id = msg.get("tool_call_id") or msg.get("tool_use_id") or msg.get("call_id") or msg.get("toolCallId")
         content = msg.get("content")
         if content is None and isinstance(msg.get("text"), str):
             content, ckey = msg["text"], "text"
@@ -197,8 +202,8 @@ class ConversationFormat(StyledFormat):
             ckey = "content"
         if isinstance(content, str):
             if role == Role.tool:
-                result(f"m{i}", content, (*path, ckey), tool_id, msg.get("name"),
-                       True if msg.get("is_error") is True else None)
+                result(f"m{i}", content, (*path, ckey), tool_id, msg.get("name") or msg.get("toolName"),
+                       True if msg.get("is_error") is True or msg.get("isError") is True else None)
             else:
                 add(id=f"m{i}", step=st, step_id=f"s{st}", role=role, kind=SegmentKind.message, text=content,
                     origin=(*path, ckey))
@@ -213,19 +218,21 @@ class ConversationFormat(StyledFormat):
             if not isinstance(part, dict):
                 continue
             ptype = part.get("type")
-            if ptype in ("tool_use", "function_call") or (ptype is None and "functionCall" in part):
+            if ptype in _CALL_PARTS or (ptype is None and "functionCall" in part):
                 fc = part.get("functionCall") if ptype is None else part
                 if not isinstance(fc, dict):
                     continue
-                akey = "input" if ptype == "tool_use" else ("arguments" if "arguments" in fc else "args")
+                akey = next((k for k in ("input", "arguments", "args") if k in fc), "input")
                 origin = (*ppath, akey) if ptype is not None else (*ppath, "functionCall", akey)
                 call(f"m{i}.c{j}", fc.get(akey), origin if akey in fc else (),
-                     fc.get("id") if ptype == "tool_use" else (fc.get("call_id") or fc.get("id")), fc.get("name"))
-            elif ptype in ("tool_result", "function_call_output"):
-                inner = part.get("content") if ptype == "tool_result" else part.get("output")
-                ikey = "content" if ptype == "tool_result" else "output"
-                cid = part.get("tool_use_id") if ptype == "tool_result" else part.get("call_id")
-                err = part.get("is_error") if isinstance(part.get("is_error"), bool) else None
+                     next((fc[k] for k in ("call_id", "toolCallId", "id") if fc.get(k)), None),
+                     fc.get("name") or fc.get("toolName"))
+            elif ptype in _RESULT_PARTS:
+                ikey = next((k for k in ("content", "output", "result") if k in part), "content")
+                inner = part.get(ikey)
+                cid = next((part[k] for k in ("tool_use_id", "call_id", "toolCallId") if part.get(k)), None)
+                flag = part.get("is_error", part.get("isError"))
+                err = flag if isinstance(flag, bool) else None
                 if isinstance(inner, str) or inner is None:
                     result(f"m{i}.r{j}", inner or "", (*ppath, ikey) if isinstance(inner, str) else (), cid, None, err)
                 elif isinstance(inner, list):
@@ -236,7 +243,8 @@ class ConversationFormat(StyledFormat):
                                (*ppath, ikey, k, "text") if k is not None else (), cid, None, err)
             elif isinstance(part.get("text"), str) and (ptype in _TEXT_PARTS or ptype is None):
                 if role == Role.tool:
-                    result(f"m{i}.{j}", part["text"], (*ppath, "text"), tool_id, msg.get("name"))
+                    result(f"m{i}.{j}", part["text"], (*ppath, "text"), tool_id, msg.get("name") or msg.get("toolName"),
+                           True if msg.get("isError") is True or msg.get("is_error") is True else None)
                 elif not part.get("thought") or role == Role.assistant:
                     add(id=f"m{i}.{j}", step=st, step_id=f"s{st}", role=role, kind=SegmentKind.message,
                         text=part["text"], origin=(*ppath, "text"))
