@@ -32,7 +32,7 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Probe, command_from_arguments, jsonl_records, make_segment, name_of, plan_drops
+from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of
 from .jsonstyle import StyledFormat
 
 _SOURCES = ("system", "user", "agent")
@@ -151,17 +151,11 @@ class AtifFormat(StyledFormat):
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         state = self.state_of(doc)
-        data = self.copy_data(doc, edits)
-        if edits is None or edits.is_empty():
-            return self.finish(doc, data, False)
-        self.replace_texts(data, doc, edits)
+        data, dropped = self.start_write(doc, edits)
+        if dropped is None:
+            return data
         base = tuple(state.base)
         lines = state.lines
-
-        def record_of(seg: Segment) -> int | None:
-            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
-
-        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         steps = data if lines else data["steps"]
         first = 1 if lines else 0
         insert_at = min(dropped) if dropped else None

@@ -44,7 +44,7 @@ from typing import Any
 from ..models import Role, Segment, SegmentKind
 from ..record import Field
 from .registry import register
-from .base import CallIndex, Document, Edits, Probe, get_at, make_segment, plan_drops, set_at
+from .base import CallIndex, Document, Edits, Probe, get_at, make_segment, set_at
 from .jsonstyle import StyledFormat, StyledState
 from ..lazyre import lazy_regex
 
@@ -261,10 +261,9 @@ class ClineApiFormat(StyledFormat):
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         state = self.state_of(doc)
-        data = self.copy_data(doc, edits)
-        if edits is None or edits.is_empty():
-            return self.finish(doc, data, False)
-        self.replace_texts(data, doc, edits)
+        data, dropped = self.start_write(doc, edits)
+        if dropped is None:
+            return data
         # blocks split into spans: rebuilt from the original text, the replaced spans swapped in
         by_block: dict[tuple[str | int, ...], list[tuple[int, int, str]]] = {}
         for sid, (origin, a, b) in state.spans.items():
@@ -275,11 +274,6 @@ class ClineApiFormat(StyledFormat):
             for a, b, new in sorted(parts, reverse=True):
                 text = text[:a] + new + text[b:]
             set_at(data, origin, text)
-
-        def record_of(seg: Segment) -> int | None:
-            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
-
-        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)
         text = edits.summary
         kept = self.splice(data, dropped, insert_at, (lambda _i: self.make_message("user", text)) if text else None)
@@ -380,15 +374,10 @@ class ClineUiFormat(StyledFormat):
         return doc
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        data = self.copy_data(doc, edits)
-        if edits is None or edits.is_empty():
-            return self.finish(doc, data, False)
-        self.replace_texts(data, doc, edits)
-
-        def record_of(seg: Segment) -> int | None:
-            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
-
-        dropped = plan_drops(doc.segments, edits.drop, record_of, doc.state.pairs)
+        state = self.state_of(doc)
+        data, dropped = self.start_write(doc, edits)
+        if dropped is None:
+            return data
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)
         text = edits.summary
 

@@ -27,7 +27,7 @@ from typing import Any
 from ..models import Diagnostic, Role, Segment, SegmentKind, Severity
 from ..record import Field
 from .registry import register
-from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, plan_drops
+from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of
 from .jsonstyle import StyledFormat, StyledState
 
 MAX_DEPTH = 6
@@ -267,15 +267,9 @@ class ConversationFormat(StyledFormat):
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         state = self.state_of(doc)
-        data = self.copy_data(doc, edits)
-        if edits is None or edits.is_empty():
-            return self.finish(doc, data, False)
-        self.replace_texts(data, doc, edits)
-
-        def record_of(seg: Segment) -> int | None:
-            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
-
-        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
+        data, dropped = self.start_write(doc, edits)
+        if dropped is None:
+            return data
         base = tuple(state.base)
         items = data
         for key in base:

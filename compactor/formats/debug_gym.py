@@ -26,8 +26,8 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, plan_drops, put_text
-from .jsonstyle import StyledFormat
+from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, put_text
+from .jsonstyle import StyledFormat, record_index
 
 
 
@@ -138,20 +138,14 @@ class DebugGymFormat(StyledFormat):
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         state = self.state_of(doc)
-        data = self.copy_data(doc, edits)
-        if edits is None or edits.is_empty():
-            return self.finish(doc, data, False)
-        self.replace_texts(data, doc, edits)
-
-        def record_of(seg: Segment) -> int | None:
-            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
-
-        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
+        data, dropped = self.start_write(doc, edits)
+        if dropped is None:
+            return data
         log = data["log"]
         # the later prompts' copies of a dropped step's texts go with it (emptied): the prompts
         # repeat the history, and a dropped step kept in every later prompt would save nothing
         for seg in doc.segments:
-            if record_of(seg) in dropped:
+            if record_index(seg) in dropped:
                 for mp in state.mirrors.get(seg.id, []):
                     if mp[1] not in dropped:
                         put_text(data, mp, "")

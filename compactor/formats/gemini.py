@@ -370,15 +370,9 @@ class GeminiContentsFormat(StyledFormat):
 
     def write(self, doc: Document, edits: Edits | None = None) -> Any:
         state = self.state_of(doc)
-        data = self.copy_data(doc, edits)
-        if edits is None or edits.is_empty():
-            return self.finish(doc, data, False)
-        self.replace_texts(data, doc, edits)
-
-        def record_of(seg: Segment) -> int | None:
-            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
-
-        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
+        data, dropped = self.start_write(doc, edits)
+        if dropped is None:
+            return data
         items, base = contents_of(data)
         assert items is not None
         insert_at = min(dropped) if dropped else (0 if edits.summary else None)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, NamedTuple
 
-from .base import Document, Format, LayoutState, Probe
+from .base import Document, Edits, Format, LayoutState, Probe, plan_drops
+from ..models import Segment
 
-__all__ = ["JsonStyle", "Styled", "StyledFormat", "StyledState", "detect_style", "styled"]
+__all__ = ["JsonStyle", "Styled", "StyledFormat", "StyledState", "detect_style", "record_index", "styled"]
 
 
 class JsonStyle(NamedTuple):
@@ -131,6 +132,11 @@ def _text(obj: Any) -> str:
     return body + ("\n" if st.newline else "")
 
 
+def record_index(seg: Segment) -> int | None:
+    """The record (message, step, item) a segment ``m<i>...`` belongs to."""
+    return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
+
+
 class StyledState(LayoutState):
     """The file's JSON style and, for an unchanged write, its text."""
 
@@ -156,6 +162,17 @@ class StyledFormat(Format):
         lines = doc.state.lines
         style = doc.state.style or (DEFAULT_JSONL if lines else DEFAULT_JSON)
         return styled(data, style, lines=lines, raw=None if changed else doc.state.raw)
+
+    def start_write(self, doc: Document, edits: Edits | None) -> tuple[Any, set[int] | None]:
+        """What every writer of these layouts does first: the data to write (a copy unless written in
+        place) with the replaced texts set at their origins and their mirrors, and the indices of the
+        records to remove (segment ids ``m<i>...`` name record ``i``; a call and its result go
+        together). ``(the unchanged document, finished, None)`` when there is nothing to change."""
+        data = self.copy_data(doc, edits)
+        if edits is None or edits.is_empty():
+            return self.finish(doc, data, False), None
+        self.replace_texts(data, doc, edits)
+        return data, plan_drops(doc.segments, edits.drop, record_index, doc.state.pairs)
 
     def dumps(self, obj: Any) -> str:
         if isinstance(obj, Styled):
