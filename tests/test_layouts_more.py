@@ -327,3 +327,19 @@ def test_level1_collapses_cline_results_in_their_own_block(tmp_path) -> None:
     assert out[-1]["content"][1]["text"] == msgs[-1]["content"][1]["text"]
     assert out[0]["content"][0]["text"] == msgs[0]["content"][0]["text"]
     assert [m["content"][0]["text"] for m in out[1::2]] == [m["content"][0]["text"] for m in msgs[1::2]]
+
+
+@pytest.mark.parametrize("fmt_name,text,where", [
+    ("atif", '{"__header__": true, "schema_version": "ATIF-v1.4", "session_id": "s", "agent": {}}\n\n'
+             '{"step_id": 1, "source": "user", "message": "hi"}\n{"step_id": 2, "source": "robot"}\n', "line 4"),
+    ("debug-gym", '{"log": [{"step_id": 0, "action": null, "obs": "x"}, {"step_id": 1}]}', "log[1]"),
+    ("cline", '[{"role": "user", "content": "<task>x</task>"}, {"role": "robot", "content": "y"}]', "item[1]"),
+    ("gemini-contents", '[{"role": "model", "parts": [{"text": "x"}]}, {"role": "user", "parts": 3}]', "item[1]"),
+])
+def test_broken_records_are_named(fmt_name: str, text: str, where: str) -> None:
+    from compactor.errors import InputError
+
+    probe = make_probe(decode_bytes(text.encode(), "broken"))
+    with pytest.raises(InputError) as exc:
+        get_format(fmt_name).read(probe)
+    assert where in str(exc.value) and fmt_name in str(exc.value)

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
-from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of
+from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, record_line
 from .jsonstyle import StyledFormat
 
 _SOURCES = ("system", "user", "agent")
@@ -92,7 +92,7 @@ class AtifFormat(StyledFormat):
         for i, step in enumerate(steps):
             if lines and i == 0:
                 continue
-            where = f"line {i + 1}" if lines else f"steps[{i}]"
+            where = f"line {record_line(probe, i)}" if lines else f"steps[{i}]"
             if not _is_step(step):
                 raise self.fail(probe, f"{where} is not an ATIF step (step_id and source system/user/agent)", where)
             path = (*base, i)
