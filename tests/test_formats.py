@@ -162,7 +162,7 @@ def corpus_file(rel: str) -> Path:
 def test_registry_order_and_metadata() -> None:
     names = [f.name for f in REGISTRY]
     assert names == ["steps", "swe-agent", "openhands", "openai-chat", "anthropic", "claude-sdk-stream", "claude-code",
-                     "claude-code-chat-json",
+                     "claude-code-chat-json", "pi-session",
                      "claude-code-md", "gemini-cli", "codex", "codex-tui", "aider", "agent-log", "text"]
     for f in REGISTRY:
         assert f.title and f.detection and f.container in ("json", "jsonl", "text")

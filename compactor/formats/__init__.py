@@ -25,6 +25,7 @@ from . import (  # noqa: E402,F401  (import for registration side effects)
     anthropic,
     claude_sdk,
     claude_code,
+    pi,
     claude_md,
     gemini,
     codex,

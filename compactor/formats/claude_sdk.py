@@ -169,7 +169,7 @@ class ClaudeSdkStreamFormat(ClaudeRecordsFormat):
             bits.append(f"cost ${facts['total_cost_usd']:.2f}")
         if isinstance(sub, str):
             bits.append(f"(result subtype {sub})")
-        severity = Severity.info if stop == "finished" else Severity.warning
+        severity = Severity.info if stop in ("finished", "cut off") else Severity.warning
         doc.diagnostics.append(Diagnostic(code="run-status", severity=severity, message=" ".join(bits),
                                           position=f"record {facts['record']}" if "record" in facts else None))
         final = notes.get("final_text")

@@ -296,8 +296,9 @@ def decode_stream(text: str, source: str = "<input>", *,
         try:
             value, stop = decode(text, pos)
         except json.JSONDecodeError as exc:
-            rest = text[pos:].rstrip()
-            truncated = "\n" not in rest or exc.pos >= len(text.rstrip())
+            # the text ends inside the value (a string can hold no raw newline: one that never
+            # ends runs to the end of the text)
+            truncated = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
             what = "truncated JSON (the file ends inside a record)" if truncated else "malformed JSON"
             where = f"line {exc.lineno} column {exc.colno}"
             started = "" if exc.lineno == line else f" (in the record that starts at line {line})"
