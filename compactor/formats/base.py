@@ -18,6 +18,7 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable
 from ..errors import InputError
 from ..models import Diagnostic, Segment, SegmentKind
 from ..record import Field, Record
+from ..lazyre import lazy_regex
 from .calls import NOT_JSON, make_call, parse_arguments
 
 __all__ = [
@@ -456,13 +457,19 @@ class TextLayout:
             line_start = text.rfind("\n", 0, a) + 1
             lead = text[line_start:a]
             prefix = lead if not lead.strip() else ""
+        # non-ASCII written as is, or as \\u escapes: what the text shows (when it shows neither,
+        # what its writer does: Python escapes, a compact JavaScript writer does not)
+        if not text.isascii():
+            ascii_first: bool | None = False
+        elif _NON_ASCII_ESCAPE.search(text) is not None:
+            ascii_first = True
+        else:
+            ascii_first = None
         candidates: list[dict[str, Any]] = []
-        for ascii_ in (False, True):
-            for indent in (None, 2, 4, 1, "\t"):
-                for seps in ((",", ":"), (", ", ": "), (",", ": ")):
-                    if indent is not None and seps[0] != ",":
-                        continue
-                    candidates.append({"ensure_ascii": ascii_, "indent": indent, "separators": seps})
+        for indent in (None, 2, 4, 1, "\t"):
+            for seps in ((",", ":"), (", ", ": "), (",", ": ")):
+                if indent is None or seps[0] == ",":
+                    candidates.append({"indent": indent, "separators": seps})
 
         def make(kw: dict[str, Any]) -> Callable[[Any], str]:
             if kw["indent"] is None:
@@ -480,13 +487,16 @@ class TextLayout:
             for kw in candidates:
                 if (kw["indent"] is not None) != multi:
                     continue
-                ser = make(kw)
-                if ser(value) == original:
-                    return ser
+                for ascii_ in ((ascii_first,) if ascii_first is not None else (False, True)):
+                    got = {**kw, "ensure_ascii": ascii_}
+                    if make(got)(value) == original:
+                        if ascii_first is None:  # no sign either way: Python's separators say Python
+                            got["ensure_ascii"] = kw["indent"] is not None or kw["separators"] == (", ", ": ")
+                        return make(got)
             break
         if self.kind == "array" and any("\n" in self._text(i) for i in range(min(1, len(self.spans)))):
-            return make({"ensure_ascii": False, "indent": 2, "separators": (",", ": ")})
-        return make({"ensure_ascii": False, "indent": None, "separators": (",", ":")})
+            return make({"ensure_ascii": bool(ascii_first), "indent": 2, "separators": (",", ": ")})
+        return make({"ensure_ascii": bool(ascii_first), "indent": None, "separators": (",", ":")})
 
     def _default_gap(self) -> str:
         if self.kind == "jsonl":
@@ -556,6 +566,9 @@ class TextLayout:
             prev = at
         yield tail if prev is not None and prev == len(self.spans) - 1 or self.kind == "array" else \
             _trailing(tail)
+
+
+_NON_ASCII_ESCAPE = lazy_regex(r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
 
 
 def _trailing(tail: str) -> str:

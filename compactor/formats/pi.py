@@ -42,7 +42,7 @@ from typing import Any
 from ..lazyre import lazy_regex
 from ..models import Role, Segment, SegmentKind
 from ..record import Field
-from .anthropic import BlockReader
+from .anthropic import BlockReader, text_parts
 from .base import (Document, Edits, Format, LayoutState, Probe, command_from_arguments, jsonl_records,
                    plan_drops, record_line, update_state)
 from .registry import register
@@ -150,16 +150,10 @@ class PiSessionFormat(Format):
     @staticmethod
     def _content(reader: BlockReader, i: int, role: Role, content: Any, origin: tuple[str | int, ...], step: int,
                  meta: bool = False) -> None:
-        if isinstance(content, str):
-            reader.add(id=f"m{i}", step=step, step_id=f"s{step}", role=role, kind=SegmentKind.message, text=content,
-                       meta=meta, origin=origin)
-            return
-        if not isinstance(content, list):
-            return
-        for j, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                reader.add(id=f"m{i}.{j}", step=step, step_id=f"s{step}", role=role, kind=SegmentKind.message,
-                           text=block["text"], meta=meta, origin=(*origin, j, "text"))
+        for where, text in text_parts(content, origin):
+            sid = f"m{i}" if where == origin else f"m{i}.{where[-2]}"
+            reader.add(id=sid, step=step, step_id=f"s{step}", role=role, kind=SegmentKind.message, text=text,
+                       meta=meta, origin=where)
 
     @staticmethod
     def _assistant(reader: BlockReader, i: int, msg: dict[str, Any], path: tuple[str | int, ...], step: int) -> None:
@@ -195,14 +189,7 @@ class PiSessionFormat(Format):
     def _result(reader: BlockReader, i: int, msg: dict[str, Any], path: tuple[str | int, ...], step: int) -> None:
         call_id = msg.get("toolCallId")
         flag = msg.get("isError") if isinstance(msg.get("isError"), bool) else None
-        content = msg.get("content")
-        parts: list[tuple[tuple[str | int, ...], str]] = []
-        if isinstance(content, str):
-            parts.append(((*path, "content"), content))
-        elif isinstance(content, list):
-            for k, block in enumerate(content):
-                if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                    parts.append(((*path, "content", k, "text"), block["text"]))
+        parts = text_parts(msg.get("content"), (*path, "content"))
         if not parts:
             parts.append(((), ""))
         for k, (origin, text) in enumerate(parts):
