@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from compactor import Compactor, emit
-from compactor.errors import InputError
 from compactor.formats import Edits, detect, get_format, load_document, read_document
 from compactor.formats.inputs import decode_bytes, decode_stream, make_probe, probe_file
 from compactor.models import SegmentKind

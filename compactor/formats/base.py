@@ -41,6 +41,7 @@ __all__ = [
     "make_segment",
     "name_of",
     "norm_id",
+    "object_records",
     "plan_drops",
     "put_text",
     "record_line",
@@ -374,6 +375,16 @@ def jsonl_records(probe: Probe) -> list[Any] | None:
         return probe.jsonl
     if probe.is_json and isinstance(probe.json_value, dict):
         return [probe.json_value]
+    return None
+
+
+def object_records(records: list[Any] | None, what: str = "JSONL", unit: str = "line") -> str | None:
+    """Why ``records`` (a container's list; None: the input is not ``what``) are not a list of
+    JSON objects, or None when they are."""
+    if records is None:
+        return f"not {what}"
+    if not all(isinstance(r, dict) for r in records):
+        return f"not every {unit} is a JSON object"
     return None
 
 

@@ -36,7 +36,8 @@ from typing import Any
 from ..models import Segment
 from ..record import Field, Record
 from .anthropic import BlockReader
-from .base import Document, Edits, Format, LayoutState, Probe, jsonl_records, plan_drops, record_line, update_state
+from .base import (Document, Edits, Format, LayoutState, Probe, jsonl_records, object_records, plan_drops, record_line,
+                   update_state)
 
 _MESSAGE_TYPES = ("user", "assistant")
 _LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>",
@@ -93,10 +94,9 @@ class ClaudeRecordsFormat(Format):
     def sniff_records(self, records: list[Any] | None, what: str, unit: str) -> tuple[bool, str]:
         """Whether ``records`` (the container's list, None: the input is not ``what``) are Claude
         Code session records."""
-        if records is None:
-            return False, f"not {what}"
-        if not all(isinstance(r, dict) for r in records):
-            return False, f"not every {unit} is a JSON object"
+        why = object_records(records, what, unit)
+        if why is not None or records is None:
+            return False, why or f"not {what}"
         msgs = [r for r in records if r.get("type") in _MESSAGE_TYPES]
         if not msgs:
             return False, "no user/assistant records"

@@ -37,9 +37,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..models import Diagnostic, Role, Segment, SegmentKind, Severity
+from ..models import Diagnostic, Role, SegmentKind, Severity
 from ..record import Field
-from .base import Document, Probe, jsonl_records, make_segment
+from .base import Document, Probe, jsonl_records, make_segment, object_records
 from .claude_records import ClaudeCodeState, ClaudeRecordsFormat
 from .registry import register
 
@@ -87,10 +87,9 @@ class ClaudeSdkStreamFormat(ClaudeRecordsFormat):
 
     def sniff(self, probe: Probe) -> tuple[bool, str]:
         records = jsonl_records(probe)
-        if records is None:
-            return False, "not JSONL"
-        if not all(isinstance(r, dict) for r in records):
-            return False, "not every line is a JSON object"
+        why = object_records(records)
+        if why is not None or records is None:
+            return False, why or "not JSONL"
         if any("sessionId" in r or "parentUuid" in r for r in records[:50]):
             return False, "Claude Code session records (sessionId/parentUuid), not a stream"
         marker = False

@@ -44,7 +44,7 @@ from ..models import Role, Segment, SegmentKind
 from ..record import Field
 from .anthropic import BlockReader, text_parts
 from .base import (Document, Edits, Format, LayoutState, Probe, command_from_arguments, jsonl_records,
-                   plan_drops, record_line, update_state)
+                   object_records, plan_drops, record_line, update_state)
 from .registry import register
 
 __all__ = ["PiSessionFormat"]
@@ -75,10 +75,9 @@ class PiSessionFormat(Format):
 
     def sniff(self, probe: Probe) -> tuple[bool, str]:
         records = jsonl_records(probe)
-        if records is None:
-            return False, "not JSONL"
-        if not all(isinstance(r, dict) for r in records):
-            return False, "not every line is a JSON object"
+        why = object_records(records)
+        if why is not None or records is None:
+            return False, why or "not JSONL"
         head = records[0]
         header = head.get("type") == "session" and isinstance(head.get("id"), str) and ("cwd" in head or "version" in head)
         msgs = [r for r in records if r.get("type") == "message"]
