@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Document, Probe, array_layout, jsonl_records
-from .claude_records import ClaudeRecordsFormat
+from .claude_records import ClaudeCodeState, ClaudeRecordsFormat
 from .registry import register
 
 __all__ = ["ClaudeCodeChatJsonFormat", "ClaudeCodeFormat"]
@@ -36,9 +36,14 @@ class ClaudeCodeFormat(ClaudeRecordsFormat):
         return self.sniff_records(jsonl_records(probe), "JSONL", "line")
 
 
+class ClaudeCodeChatJsonState(ClaudeCodeState):
+    """The hook dump's state: the session's (a document of one container is not written as the other)."""
+
+
 @register
 class ClaudeCodeChatJsonFormat(ClaudeRecordsFormat):
     name = "claude-code-chat-json"
+    State = ClaudeCodeChatJsonState
     title = "Claude Code records dumped by a hook as one JSON array (*.chat.json)"
     detection = ("a JSON array of Claude Code session records: 'type' user/assistant with an Anthropic "
                  "'message' and uuid/parentUuid/sessionId, among summary/system/file-history-snapshot records")
