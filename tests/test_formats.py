@@ -170,8 +170,9 @@ def corpus_file(rel: str) -> Path:
 def test_registry_order_and_metadata() -> None:
     names = [f.name for f in REGISTRY]
     assert names == ["steps", "swe-agent", "openhands", "openhands-output", "cline", "cline-ui", "openai-chat",
-                     "anthropic", "claude-code", "claude-code-md", "gemini-cli", "gemini-contents", "atif",
-                     "debug-gym", "codex", "codex-tui", "aider", "agent-log", "conversation", "text"]
+                     "anthropic", "claude-sdk-stream", "claude-code", "claude-code-chat-json", "pi-session",
+                     "claude-code-md", "gemini-cli", "gemini-contents", "atif", "debug-gym", "codex", "codex-tui",
+                     "aider", "agent-log", "conversation", "text"]
     for f in REGISTRY:
         assert f.title and f.detection and f.container in ("json", "jsonl", "text")
 
