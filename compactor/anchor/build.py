@@ -1367,11 +1367,11 @@ class _State:
         return ({
             "failed_attempts": S.failed_approaches(raw["failed_attempts"], run, net),
             "key_evidence": S.evidence(raw["key_evidence"], run),
-            "dead_ends": S.dead_ends(raw["dead_ends"], net),
+            "dead_ends": raw["dead_ends"],
             "facts_learned": facts,
             "decisions_made": S.decisions(raw["decisions_made"]),
             "open_questions": S.open_questions(raw["open_questions"]),
-            "user_constraints": S.constraints(raw["user_constraints"], run),
+            "user_constraints": raw["user_constraints"],
         }, S.next_steps(next_steps, run, files))
 
     def _objective_parts(self, view: SimpleNamespace) -> tuple[list[str], list[str], list[str]]:

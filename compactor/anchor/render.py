@@ -16,7 +16,7 @@ SEED_FIELDS = ("objective_state", "facts_learned", "decisions_made", "open_quest
 
 _LABELS = {
     "en": {
-        "title": "## Current working state", "status": "**Status**", "live": "**Live failure**", "goal": "**Goal**", "done": "**Done**", "decisions": "**Decisions**",
+        "title": "## Current working state", "status": "**Status**", "live": "**Live failure**", "harness": "Harness rule", "goal": "**Goal**", "done": "**Done**", "decisions": "**Decisions**",
         "excluded": "**Excluded approaches**", "open": "**Open / next**", "evidence": "**Key evidence**",
         "constraints": "**Constraints**", "files": "**Files**", "none": "- (none)", "failed": "failed",
         "pending": "no result yet", "request_done": "Finished request", "rejected": "Rejected by the user",
@@ -32,7 +32,7 @@ _LABELS = {
         "sec_dead_ends": "excluded approaches", "sec_facts_learned": "facts", "sec_files_touched": "files",
     },
     "zh": {
-        "title": "## 当前工作状态", "status": "**状态**", "live": "**当前失败**", "goal": "**目标**", "done": "**已完成**", "decisions": "**已做决策**",
+        "title": "## 当前工作状态", "status": "**状态**", "live": "**当前失败**", "harness": "运行环境规则", "goal": "**目标**", "done": "**已完成**", "decisions": "**已做决策**",
         "excluded": "**已排除方案**", "open": "**待解决**", "evidence": "**关键证据**",
         "constraints": "**用户约束**", "files": "**涉及文件**", "none": "- 无", "failed": "失败",
         "pending": "尚无结果", "request_done": "已完成的需求", "rejected": "用户否定", "question": "待确认问题",
@@ -105,6 +105,7 @@ def to_json(anchor: Anchor) -> dict[str, Any]:
             out[name] = [x.model_dump(mode="json") for x in anchor.dead_ends]
         else:
             out[name] = dump[name]
+    out["harness_constraints"] = list(anchor.cursor.run.harness_rules)
     out["steps_seen"] = anchor.steps_seen
     return out
 
@@ -207,7 +208,7 @@ def _row_groups(anchor: Anchor, lang: str, memo: RenderMemo | None) -> list[list
             ("excluded", (a.dead_ends, hist, a.failed_attempts), _excluded_rows),
             ("open", (a.open_questions, hist, a.next_steps, a.files_touched, a.next_action_hint), _open_rows),
             ("evidence", (a.key_evidence, a.facts_learned), _evidence_rows),
-            ("constraints", (a.user_constraints,), _constraint_rows),
+            ("constraints", (a.user_constraints, a.cursor.run.harness_rules), _constraint_rows),
             ("files", (a.files_touched,), _file_rows),
             ("overflow", (a.overflow,), _overflow_rows)):
         if memo is None:
@@ -322,8 +323,12 @@ def fact_line(fact: Fact, lang: str = "en") -> str:
 
 
 def _constraint_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
-    return _section("constraints", L["constraints"], [
-        (c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"], L)
+    rows = [(c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"]
+    # the binding lines of the harness's instructions (the run model keeps them; always shown)
+    shown = [c.text for c in anchor.user_constraints]
+    rows += [("", f"- {L['harness']}{L['sep']}{line}") for line in anchor.cursor.run.harness_rules
+             if not any(line in t or t in line for t in shown)]
+    return _section("constraints", L["constraints"], rows, L)
 
 
 def _file_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:

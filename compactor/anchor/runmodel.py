@@ -46,6 +46,7 @@ _FINISH_TOOLS = frozenset({"submit", "finish", "attempt_completion", "task_compl
 _SUBMIT_CMD = lazy_regex(r"\bCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\b|\bMINI_SWE_AGENT_FINAL_OUTPUT\b|^\s*submit\s*$", regex.M)
 _NOISE_PROGS = frozenset({"cd", "export", "set", "source", ".", "pushd", "popd", "true", "sleep", "timeout", "env",
                           "time", "nohup", "unset", "ulimit", "clear"})
+_WRAPPERS = frozenset({"timeout", "env", "time", "nohup", "sudo", "command", "exec", "stdbuf"})
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "which", "whereis",
                         "pgrep", "type"})
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "ls", "tree", "nl", "wc", "stat", "file", "pwd", "du",
@@ -104,6 +105,7 @@ _CHROME = lazy_regex(
     r"Reading package lists|Building dependency tree|Reading state information|"
     r"(?:Get|Hit|Ign):\d+ |Fetched [\d.,]+ [kMG]?B|"
     r"/exit\s*$)", regex.I)
+_OUTCOME = lazy_regex(r"^(?:Successfully (?:installed|built|uninstalled|tagged)|Requirement already satisfied)")
 _CWD_LINE = lazy_regex(r"^(?:<cwd>|Current working directory:|Working directory:|\(Current directory:|cwd: )", regex.I)
 # a limit or an API / harness failure that ended the run (outside the tools' own output)
 _LIMIT = lazy_regex(
@@ -132,22 +134,26 @@ _REVERT_CP = lazy_regex(r"^(?:cp|mv)$")
 _FILE_LINE = lazy_regex(r"([\w./-]+\.\w{1,5}):(\d+)")
 
 
-def chrome_line(line: str, *, cwd: bool = False) -> bool:
-    """A harmless line of a package manager, frontend, tool or harness (never an error or a fact;
-    ``cwd``: a harness line naming the working directory counts too: never a goal)."""
+def chrome_line(line: str, *, cwd: bool = False, outcome: bool = True) -> bool:
+    """A harmless line of a package manager, frontend, tool or harness: never an error, never
+    verification. ``outcome=False``: a package manager's report of what it installed is not
+    counted (it is a fact, just not evidence that the work is verified); ``cwd``: a harness line
+    naming the working directory counts too (never a goal)."""
     s = line.strip()
+    if not outcome and _OUTCOME.match(s):
+        return False
     return bool(_CHROME.match(s) or cwd and _CWD_LINE.match(s))
 
 
 def _argvs(command: str) -> list[list[str]]:
     out = []
     for a in split_commands(command):
-        while a and (a[0].rsplit("/", 1)[-1] in _NOISE_PROGS or "=" in a[0] and not a[0].startswith("-")):
+        while a and (a[0] in _WRAPPERS or "=" in a[0] and not a[0].startswith("-")):
             if a[0] == "timeout" and len(a) > 1:
                 a = a[2:]
             else:
                 a = a[1:]
-        if a:
+        if a and a[0].rsplit("/", 1)[-1] not in _NOISE_PROGS:
             out.append(a)
     return out
 
@@ -164,7 +170,12 @@ def _main_argv(command: str) -> list[str]:
 def command_family(command: str) -> str:
     """What counts as the same command again: the program with its subcommand or script
     (``python reproduce.py``, ``python -m pytest tests/test_x.py``, ``pip install``)."""
-    argv = _main_argv(command)
+    argvs = _argvs(command)
+    # the simple command that says what the line does: an install, a test run, a program run
+    # after the files it writes, else the first that is not a filter
+    argv = next((a for a in argvs if _is_install(a)), None) or next((a for a in argvs if _is_test(a)), None) \
+        or (next((a for a in argvs if _runs(a)), None) if any(_writes_file(a) for a in argvs) else None) \
+        or _main_argv(command)
     if not argv:
         return ""
     prog = argv[0].rsplit("/", 1)[-1] if not argv[0].startswith("./") else argv[0]
@@ -179,6 +190,12 @@ def command_family(command: str) -> str:
     if prog in _INSTALLERS or prog in _TEST_SUBCMD or prog == "git":
         return " ".join([prog, *ops[:1]])
     return " ".join([prog, *ops[:1]])
+
+
+def _writes_file(argv: list[str]) -> bool:
+    prog = argv[0].rsplit("/", 1)[-1]
+    return prog in ("cat", "tee", "echo", "printf") and (">" in argv or ">>" in argv) or prog == "sed" and "-i" in argv \
+        or prog in ("cp", "mv", "patch", "touch")
 
 
 def _is_install(argv: list[str]) -> bool:
@@ -218,16 +235,17 @@ def _runs(argv: list[str]) -> bool:
     return bool(_RUNNERS.match(argv[0].rsplit("/", 1)[-1] if not argv[0].startswith("./") else argv[0]))
 
 
-def _benign_exit(st: RunStep, code: int, text: str) -> bool:
+def _benign_exit(st: RunStep, code: int | None, text: str) -> bool:
     """A non-zero exit that is not a failure: no match found, files differ, nothing to commit."""
-    if code != 1:
+    if code not in (1, None):
         return False
-    if st.action in ("search", "read") and code is not None:
-        return True
-    argv = _main_argv(st.target)
-    prog = argv[0].rsplit("/", 1)[-1] if argv else ""
-    if prog in ("diff", "cmp", "test", "[", "[[", "grep", "rg", "find") or prog == "git" and argv[1:2] == ["diff"]:
-        return True
+    if code == 1:
+        if st.action in ("search", "read"):
+            return True
+        argv = _main_argv(st.target)
+        prog = argv[0].rsplit("/", 1)[-1] if argv else ""
+        if prog in ("diff", "cmp", "test", "[", "[[", "grep", "rg", "find") or prog == "git" and argv[1:2] == ["diff"]:
+            return True
     return "nothing to commit" in text or "nothing added to commit" in text
 
 
@@ -245,7 +263,7 @@ def step_action(call: ToolCall | None, tool_name: str | None, command: str, writ
             return "test"
         main = _main_argv(command)
         if writes:
-            return "run" if main and _runs(main) else "edit"
+            return "run" if any(_runs(a) for a in argvs) else "edit"
         if not main:
             return "read"
         prog = main[0].rsplit("/", 1)[-1]
@@ -498,10 +516,10 @@ class RunFold:
             self._set_status("working", seg.step_id)
         # file effects are known from the call; a failed result takes them back (see _result)
         if call is not None:
-            self._revert_ops(command or "", seg.step_id)
             for p, op in getattr(self, "_pending_ops", []):
                 if looks_like_file(p):
                     self._file(p, op, seg.step_id)
+            self._revert_ops(command or "", seg.step_id)
         self._pending_ops = []
 
     def _submitted(self, step: str, note: str) -> None:
@@ -564,18 +582,26 @@ class RunFold:
         error, loc = "", ""
         if st.action == "test":
             passed, failed = _test_counts(text)
-        if (code == 1 or code is None and seg.is_error) and _benign_exit(st, 1, text):
+        if (code == 1 or code is None and seg.is_error) and _benign_exit(st, code, text):
             ok = True
         elif seg.is_error:
             ok = False
         elif code is not None:
             ok = code == 0 or _benign_exit(st, code, text)
         elif st.action in ("read", "search"):
-            ok = True
+            # a view or search the tool refused says so on its first line
+            ok = not _rejected_edit(text.lstrip().split("\n", 1)[0])
         elif st.action == "edit":
             ok = not _rejected_edit(text)
         elif failed:
             ok = False
+        elif st.action == "test" and passed:
+            ok = True
+        elif st.action in ("test", "run", "install"):
+            # no exit code reported: a run that ends on an error line failed
+            err = error_of(text)[0]
+            tail = [ln.strip() for ln in text.rstrip().split("\n")[-6:]]
+            ok = not err or st.action != "test" and err not in tail and not any(err in t for t in tail)
         else:
             ok = True
         if not ok:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from ..lazyre import lazy_regex
 from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproach, FailedAttempt, Fact, FileTouch,
-                      NextStep, OpenQuestion, RunModel, RunStep, UserConstraint)
+                      NextStep, OpenQuestion, RunModel, RunStep)
 from ._text import item_id
 from .cues import label_sentence
 from .runmodel import chrome_line, command_family
 
-__all__ = ["PRIORITY", "changes", "constraints", "decisions", "evidence", "failed_approaches", "facts",
+__all__ = ["PRIORITY", "changes", "decisions", "evidence", "failed_approaches", "facts",
            "live_failure", "live_failure_line", "next_steps", "open_questions", "status_line"]
 
 # the sections in the order they are kept under a size bound (the rest: intent, open questions,
@@ -129,15 +129,12 @@ def changes(items: list[ChangeMade], run: RunModel) -> list[ChangeMade]:
                 status = "failed"
         else:
             steps = [s for s in by_step.get(c.source_step, ()) if s.action in ("install", "run", "edit")]
-            if steps:
+            later_ok = any((f := fams.get(s.family)) is not None and f.last_ok and f.attempts > 1 for s in steps)
+            if steps and not later_ok:
                 if all(s.done and not s.ok for s in steps):
                     status = "failed"
                 elif all(not s.done for s in steps):
                     status = "pending"
-            else:
-                fam = fams.get(command_family(c.description))
-                if fam is not None and fam.failures == fam.attempts:
-                    status = "failed"
         out.append(c if status == c.status else c.model_copy(update={"status": status}))
     return out
 
@@ -159,8 +156,6 @@ def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[Chang
         fam = fams.get(command_family(fa.command))
         steps = by_step.get(fa.source_step, [])
         if steps and all(s.done and s.ok for s in steps):
-            continue
-        if fam is not None and fam.failures == 0:
             continue
         if fa.status != "resolved" and fam is not None and fam.last_ok and _num(fam.last_step) > _num(fa.last_step):
             fa = fa.model_copy(update={"status": "resolved", "resolved_at": fam.last_step})
@@ -189,27 +184,13 @@ def evidence(items: list[Evidence], run: RunModel) -> list[Evidence]:
                         None)
         if life is not None:
             state, at = life.state, life.at
-        elif e.status == "resolved":
-            state, at = "resolved", e.resolved_at
         else:
-            state, at = "stale", ""
+            state, at = e.status, e.resolved_at
         if state == "live" and e.status == "resolved":
             state, at = "resolved", e.resolved_at
-        if state != e.status:
-            e = e.model_copy(update={"status": state, "resolved_at": at if state != "live" else ""})
+        if state != e.status or (state != "live" and at != e.resolved_at):
+            e = e.model_copy(update={"status": state, "resolved_at": (at or life.last_step) if state != "live" else ""})
         out.append(e)
-    return out
-
-
-def constraints(items: list[UserConstraint], run: RunModel) -> list[UserConstraint]:
-    """The user's constraints, then the binding lines of the harness's instructions."""
-    out = list(items)
-    texts = [c.text for c in items]
-    for line in run.harness_rules:
-        if any(line in t or t in line for t in texts):
-            continue
-        out.append(UserConstraint(id=item_id("hc", line), source_step="", text=line))
-        texts.append(line)
     return out
 
 
@@ -229,8 +210,9 @@ def open_questions(items: list[OpenQuestion]) -> list[OpenQuestion]:
 
 
 def facts(items: list[Fact]) -> list[Fact]:
-    """Facts, without harness, tool and package-manager chrome."""
-    return [f for f in items if not chrome_line(f.text)]
+    """Facts, without harness, frontend and tool-notice chrome (what an install reports it
+    installed stays a fact)."""
+    return [f for f in items if not chrome_line(f.text, outcome=False)]
 
 
 def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> list[NextStep]:
@@ -239,7 +221,7 @@ def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> 
     keep = [n for n in items if not n.text.startswith("resolve the live failure")]
     if not run.calls:
         return keep
-    if run.status in ("submitted", "finished"):
+    if run.status == "submitted":
         keep = [n for n in keep if n.status != "pending" or n.text.startswith("answer the pending")]
     derived: list[tuple[str, str]] = []
     live = live_failure(run)
@@ -251,8 +233,9 @@ def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> 
         what = f": retry `{last.target[:120]}`" if last is not None else ""
         derived.append((f"the run stopped on an API or harness error ({run.status_step}){what}", run.status_step))
     if live is not None:
-        where = f" at {live.location}" if live.location else ""
-        derived.append((f"fix `{live.text[:200]}`{where}, then re-run `{live.family[:120]}`", live.last_step))
+        where = f" ({live.location})" if live.location else ""
+        rerun = f"; then re-run `{live.family[:120]}`" if live.action in ("run", "test", "install") else ""
+        derived.append((f"resolve the live failure: {live.text[:300]}{where}{rerun}", live.last_step))
     elif run.status in ("working", "stopped-limit", "stopped-error"):
         stale = [e for e in run.errors if e.state == "stale" and e.why.startswith("changed since")]
         if stale:
