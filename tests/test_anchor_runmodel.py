@@ -125,6 +125,13 @@ def test_failed_install_exit_100_is_a_failed_change_never_applied():
     assert m.steps[0].action == "install" and not m.steps[0].ok
     assert not any(c.status == "applied" and "libfoo" in c.description for c in a.changes_made)
     assert "E: Unable to locate package libfoo-dev" in a.live_failure
+    # the exit code printed by the harness, and the failed attempt's error is the tool's, not chrome
+    r2 = Run().call("apt-get install -y libfoo-dev", "Reading package lists...\nE: Unable to locate package libfoo-dev\n"
+                    "[Command finished with exit code 100]", exit_code=None, is_error=False)
+    a2 = _anchor(r2)
+    assert [c.status for c in a2.changes_made if "libfoo" in c.description] == ["failed"]
+    assert a2.cursor.run.steps[0].exit_code == 100
+    assert all(f.error == "E: Unable to locate package libfoo-dev" for f in a.failed_attempts + a2.failed_attempts)
 
 
 def test_step_limit_and_api_error_are_the_status():
@@ -204,6 +211,13 @@ def test_successful_call_whose_output_says_error_is_not_a_failed_attempt():
     assert a.live_failure == "none"
 
 
+def test_output_mentioning_error_without_exit_code_is_not_a_failure_unless_it_ends_on_one():
+    r = Run().call("python check.py", "Checking...\nError: none found\nDone\n", exit_code=None, is_error=False)
+    assert _anchor(r).live_failure == "none" and not _anchor(r).failed_attempts
+    r2 = Run().call("python check.py", "Checking...\nError: config.yaml is missing\n", exit_code=None, is_error=False)
+    assert "Error: config.yaml is missing" in _anchor(r2).live_failure
+
+
 def test_no_match_search_and_nothing_to_commit_are_not_failures():
     r = Run().call("grep -rn missing_name src/", "", exit_code=1).call("git commit -am wip",
                                                                       "nothing to commit, working tree clean\n",
@@ -222,6 +236,11 @@ def test_debconf_frontend_warning_is_not_the_live_failure():
     a = _anchor(r)
     assert a.live_failure == "none" and not a.failed_attempts
     assert error_of(out) == ("", "")
+    # a failure whose output ends on a package manager's notice: the notice is not the error
+    r2 = Run().call("pip download foo", "could not reach the package index\n[notice] A new release of pip is "
+                    "available: 23.0 -> 24.0\n", exit_code=2)
+    assert "could not reach the package index" in _anchor(r2).live_failure
+    assert "[notice]" not in _anchor(r2).live_failure
 
 
 # ------------------------------------------------------------------ class 6: constraints of the harness

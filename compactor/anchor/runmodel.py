@@ -600,8 +600,8 @@ class RunFold:
         elif st.action in ("test", "run", "install"):
             # no exit code reported: a run that ends on an error line failed
             err = error_of(text)[0]
-            tail = [ln.strip() for ln in text.rstrip().split("\n")[-6:]]
-            ok = not err or st.action != "test" and err not in tail and not any(err in t for t in tail)
+            last = _last_meaningful(text)
+            ok = not err or st.action != "test" and err != last
         else:
             ok = True
         if not ok:

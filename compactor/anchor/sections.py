@@ -157,6 +157,11 @@ def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[Chang
         steps = by_step.get(fa.source_step, [])
         if steps and all(s.done and s.ok for s in steps):
             continue
+        # the decisive line as the tool reported it, when what was taken for the error is chrome or markup
+        if steps and (not fa.error or chrome_line(fa.error) or _MARKUP.match(fa.error)):
+            err = next((s.error for s in steps if s.done and not s.ok and s.error), "")
+            if err and err != fa.error:
+                fa = fa.model_copy(update={"error": err})
         if fa.status != "resolved" and fam is not None and fam.last_ok and _num(fam.last_step) > _num(fa.last_step):
             fa = fa.model_copy(update={"status": "resolved", "resolved_at": fam.last_step})
         out.append(fa)
@@ -200,6 +205,7 @@ def decisions(items: list[Decision]) -> list[Decision]:
             or label_sentence(d.decision, {"role": "user"}) == "decision"]
 
 
+_MARKUP = lazy_regex(r"^\s*(?:</?[\w:-]+>\s*)+$")
 _HEDGE_Q = lazy_regex(r"[?？]\s*$")
 
 
