@@ -113,6 +113,9 @@ def test_file_restored_from_backup_is_not_a_change_and_its_error_is_stale():
     m = build_run(r.segs)
     assert {f.path: f.change for f in m.files}["app.py"] == "reverted"
     assert m.errors[0].state == "stale"
+    a = _anchor(r)
+    assert not any("app.py" in c.files for c in a.changes_made)  # restored: no net change
+    assert any("app.py" in f.path for f in a.files_touched)  # the trail still shows it was touched
 
 
 # ------------------------------------------------------------------ class 2: status from outcomes
@@ -131,7 +134,10 @@ def test_failed_install_exit_100_is_a_failed_change_never_applied():
     a2 = _anchor(r2)
     assert [c.status for c in a2.changes_made if "libfoo" in c.description] == ["failed"]
     assert a2.cursor.run.steps[0].exit_code == 100
-    assert all(f.error == "E: Unable to locate package libfoo-dev" for f in a.failed_attempts + a2.failed_attempts)
+    r3 = Run().call("apt-get install -y libfoo-dev", "Reading package lists...\nE: Unable to locate package libfoo-dev\n",
+                    exit_code=100)
+    fa = _anchor(r3).failed_attempts
+    assert fa and all(f.error == "E: Unable to locate package libfoo-dev" for f in fa)
 
 
 def test_step_limit_and_api_error_are_the_status():

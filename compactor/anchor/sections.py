@@ -122,8 +122,13 @@ def changes(items: list[ChangeMade], run: RunModel) -> list[ChangeMade]:
         status = c.status
         if c.files:
             lives = [files.get(p) for p in c.files]
-            if all(f is not None and f.change == "reverted" for f in lives):
+            reverted = [f for f in lives if f is not None and f.change == "reverted"]
+            if len(reverted) == len(lives):
                 continue
+            if reverted:  # part of the call's effect was undone later: the rest stays
+                note = "; ".join(f"{f.path} restored at {f.last_step}" for f in reverted)
+                c = c.model_copy(update={"files": [p for p in c.files if p not in {f.path for f in reverted}],
+                                         "description": f"{c.description} ({note})"})
             steps = [s for s in by_step.get(c.source_step, ()) if set(s.files) & set(c.files)]
             if steps and all(s.done and not s.ok for s in steps):
                 status = "failed"
