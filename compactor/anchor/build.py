@@ -391,6 +391,7 @@ class _State:
 
     def __init__(self, a: Anchor) -> None:
         self._kept_parts: dict[str, tuple] = {}  # freeze's derived parts and what they read (see _kept)
+        self._memo: dict = {}  # the run-model sections' per-item results and what they read (sections.py)
         self._fact_shapes: dict[str, bool] = {}
         self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
         c0 = a.cursor
@@ -453,17 +454,18 @@ class _State:
     # ------------------------------------------------------------------ feeding
     def feed(self, seg: Segment, spans: Sequence[Span]) -> None:
         self.seq += 1
-        self.run.feed(seg)
         if seg.step_id != self.last_step:
             self.steps_seen += 1
             self.last_step = seg.step_id
         if seg.role == Role.system or seg.meta:
+            self.run.feed(seg)
             if seg.meta and "<cwd>" in seg.text:
                 m = _CWD.search(seg.text)
                 if m:  # the harness names the working directory: where the task's files are
                     self._add_fact(m.group(0), seg.step_id, "environment")
             return
         text = normalize(seg.text)
+        self.run.feed(seg, text)
         # key evidence comes from tool output only (not from the task text, not from the agent
         # restating an error), and only from lines that are not a view of a file: see _result
         if seg.kind == SegmentKind.tool_call:
@@ -989,7 +991,10 @@ class _State:
         if name in _FINISH_TOOLS or cmd0 in _FINISH_TOOLS or "COMPLETE_TASK_AND_SUBMIT" in cmd0:
             self.finished = True
             self._final_message(_finish_message(seg.command or raw, call), step)
-        eff = call_effects(call, self.open_file)
+        hit = self.run.effects  # the run model's fold read this call just before: its effects, not again
+        self.run.effects = None
+        eff = hit[2] if hit is not None and hit[0] == seg.id and hit[1] == self.open_file \
+            else call_effects(call, self.open_file)
         if seg.command and not eff.ops and eff.kind in ("other", "shell"):
             _editor_verb_call(eff, seg.tool_name or "", seg.command, raw)
         commit = ""
@@ -1323,10 +1328,14 @@ class _State:
         run = self.run.model()
         raw = {k: fields[k] for k in ("failed_attempts", "key_evidence", "dead_ends", "facts_learned",
                                        "decisions_made", "open_questions", "user_constraints")}
-        net = S.changes(_net_changes(draft), run)
-        derived_view = self._kept("run_sections", (run, raw["failed_attempts"], raw["key_evidence"], raw["dead_ends"],
-                                                   raw["facts_learned"], raw["decisions_made"], raw["open_questions"],
-                                                   raw["user_constraints"], net, next_steps, files),
+        rev = self.run.rev  # (the run's steps, files, errors and families are unchanged while it is)
+        net0 = _net_changes(draft)
+        net = self._kept("run_changes", (rev, net0), lambda: S.changes(net0, run, self._memo))
+        derived_view = self._kept("run_sections", (rev, run.status, run.status_step, run.status_note, run.plan,
+                                                   run.plan_step, run.plan_acted, raw["failed_attempts"],
+                                                   raw["key_evidence"], raw["dead_ends"], raw["facts_learned"],
+                                                   raw["decisions_made"], raw["open_questions"], raw["user_constraints"],
+                                                   net, next_steps, files),
                                   lambda: self._run_sections(run, raw, net, next_steps, files))
         fields.update(derived_view[0])
         next_steps = derived_view[1]
@@ -1365,8 +1374,8 @@ class _State:
         else:
             facts = S.facts(raw["facts_learned"])
         return ({
-            "failed_attempts": S.failed_approaches(raw["failed_attempts"], run, net),
-            "key_evidence": S.evidence(raw["key_evidence"], run),
+            "failed_attempts": S.failed_approaches(raw["failed_attempts"], run, net, self._memo),
+            "key_evidence": S.evidence(raw["key_evidence"], run, self._memo),
             "dead_ends": raw["dead_ends"],
             "facts_learned": facts,
             "decisions_made": S.decisions(raw["decisions_made"]),

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from ..codeview import split_commands
 from ..formats.calls import call_of
+from functools import lru_cache
+
 import regex
 
 from ..lazyre import lazy_regex
@@ -145,7 +147,14 @@ def chrome_line(line: str, *, cwd: bool = False, outcome: bool = True) -> bool:
     return bool(_CHROME.match(s) or cwd and _CWD_LINE.match(s))
 
 
-def _argvs(command: str) -> list[list[str]]:
+def _argvs(command: str) -> tuple[list[str], ...]:
+    return _argvs_cached(command)
+
+
+@lru_cache(maxsize=1024)
+def _argvs_cached(command: str) -> tuple[list[str], ...]:
+    """The simple commands of a shell line, wrappers and shell built-ins taken off (shared: never
+    changed by a caller)."""
     out = []
     for a in split_commands(command):
         while a and (a[0] in _WRAPPERS or "=" in a[0] and not a[0].startswith("-")):
@@ -155,7 +164,7 @@ def _argvs(command: str) -> list[list[str]]:
                 a = a[1:]
         if a and a[0].rsplit("/", 1)[-1] not in _NOISE_PROGS:
             out.append(a)
-    return out
+    return tuple(out)
 
 
 def _main_argv(command: str) -> list[str]:
@@ -167,6 +176,7 @@ def _main_argv(command: str) -> list[str]:
     return argvs[0] if argvs else []
 
 
+@lru_cache(maxsize=4096)
 def command_family(command: str) -> str:
     """What counts as the same command again: the program with its subcommand or script
     (``python reproduce.py``, ``python -m pytest tests/test_x.py``, ``pip install``)."""
@@ -389,6 +399,8 @@ class RunFold:
         self.harness_rules = list(m.harness_rules)
         self.seq = m.seq
         self.open_file = m.open_file
+        self.effects: tuple | None = None  # (segment id, open file, CallEffects) of the last call
+        self.rev = 0  # bumped by every call and result: what the derived sections read changed
         self._frozen: RunModel | None = m
 
     def model(self) -> RunModel:
@@ -403,7 +415,9 @@ class RunFold:
         return self._frozen
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, seg: Segment) -> None:
+    def feed(self, seg: Segment, text: str | None = None) -> None:
+        """Fold one segment in; ``text``: its normalised text when the caller has it."""
+        self._text = text
         self._frozen = None
         self.seq += 1
         self.last_step = seg.step_id
@@ -452,7 +466,7 @@ class RunFold:
                     return
 
     def _assistant(self, seg: Segment) -> None:
-        text = normalize(seg.text)
+        text = self._text if self._text is not None else normalize(seg.text)
         m = _API_ERROR.search(text[:2000])
         if m and m.start() == 0:
             self._set_status("stopped-error", seg.step_id, _line_at(text, 0))
@@ -481,11 +495,13 @@ class RunFold:
                 self._set_status("finished", seg.step_id, claimed or (sents[-1] if sents else ""))
 
     def _call(self, seg: Segment) -> None:
+        self.rev += 1
         call = call_of(seg)
         command = (call.command if call is not None and call.command else seg.command) or seg.text
         writes: list[str] = []
         if call is not None:
             eff = call_effects(call, self.open_file)
+            self.effects = (seg.id, self.open_file, eff)  # the anchor's fold takes them over (build.py)
             if eff.open_file is not None:
                 self.open_file = eff.open_file
             writes = [p for p, op in eff.ops if op in ("write", "modify", "deleted") and looks_like_file(p)]
@@ -572,11 +588,12 @@ class RunFold:
         return None
 
     def _result(self, seg: Segment) -> None:
+        self.rev += 1
         i = self._match(seg)
         if i is None:
             return
         st = self.steps[i]
-        text = normalize(seg.text)
+        text = self._text if self._text is not None else normalize(seg.text)
         code = _exit_code(seg, text)
         passed = failed = None
         error, loc = "", ""

@@ -8,6 +8,8 @@ sections are in ``docs/anchor.md``.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..lazyre import lazy_regex
 from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproach, FailedAttempt, Fact, FileTouch,
                       NextStep, OpenQuestion, RunModel, RunStep)
@@ -106,7 +108,20 @@ def _file_of(run: RunModel) -> dict:
     return {f.path: f for f in run.files}
 
 
-def changes(items: list[ChangeMade], run: RunModel) -> list[ChangeMade]:
+def _memoised(memo: dict | None, key: tuple, make):
+    """``make()``, or what it gave for an equal ``key`` last time (the key's records are compared
+    by identity first: an unchanged record is the same object)."""
+    if memo is None:
+        return make()
+    held = memo.get(key[0])
+    if held is not None and held[0] == key:
+        return held[1]
+    got = make()
+    memo[key[0]] = (key, got)
+    return got
+
+
+def changes(items: list[ChangeMade], run: RunModel, memo: dict | None = None) -> list[ChangeMade]:
     """Net changes, per file: a change whose file was reverted, or created and deleted again, is
     gone; a change whose call failed (an install that exited 100, an edit the tool rejected) is
     failed; a call that never returned is pending."""
@@ -119,32 +134,42 @@ def changes(items: list[ChangeMade], run: RunModel) -> list[ChangeMade]:
     fams = {f.family: f for f in run.families}
     out = []
     for c in items:
-        status = c.status
-        if c.files:
-            lives = [files.get(p) for p in c.files]
-            reverted = [f for f in lives if f is not None and f.change == "reverted"]
-            if len(reverted) == len(lives):
-                continue
-            if reverted:  # part of the call's effect was undone later: the rest stays
-                note = "; ".join(f"{f.path} restored at {f.last_step}" for f in reverted)
-                c = c.model_copy(update={"files": [p for p in c.files if p not in {f.path for f in reverted}],
-                                         "description": f"{c.description} ({note})"})
-            steps = [s for s in by_step.get(c.source_step, ()) if set(s.files) & set(c.files)]
-            if steps and all(s.done and not s.ok for s in steps):
-                status = "failed"
-        else:
-            steps = [s for s in by_step.get(c.source_step, ()) if s.action in ("install", "run", "edit")]
-            later_ok = any((f := fams.get(s.family)) is not None and f.last_ok and f.attempts > 1 for s in steps)
-            if steps and not later_ok:
-                if all(s.done and not s.ok for s in steps):
-                    status = "failed"
-                elif all(not s.done for s in steps):
-                    status = "pending"
-        out.append(c if status == c.status else c.model_copy(update={"status": status}))
+        steps = tuple(by_step.get(c.source_step, ()))
+        key = (("ch", c.id), c, tuple(files.get(p) for p in c.files), steps,
+               tuple(fams.get(st.family) for st in steps))
+        got = _memoised(memo, key, lambda c=c: _change(c, files, by_step, fams))
+        if got is not None:
+            out.append(got)
     return out
 
 
-def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[ChangeMade]) -> list[FailedAttempt]:
+def _change(c: ChangeMade, files: dict, by_step: dict, fams: dict) -> ChangeMade | None:
+    status = c.status
+    if c.files:
+        lives = [files.get(p) for p in c.files]
+        reverted = [f for f in lives if f is not None and f.change == "reverted"]
+        if len(reverted) == len(lives):
+            return None
+        if reverted:  # part of the call's effect was undone later: the rest stays
+            note = "; ".join(f"{f.path} restored at {f.last_step}" for f in reverted)
+            c = c.model_copy(update={"files": [p for p in c.files if p not in {f.path for f in reverted}],
+                                     "description": f"{c.description} ({note})"})
+        steps = [s for s in by_step.get(c.source_step, ()) if set(s.files) & set(c.files)]
+        if steps and all(s.done and not s.ok for s in steps):
+            status = "failed"
+    else:
+        steps = [s for s in by_step.get(c.source_step, ()) if s.action in ("install", "run", "edit")]
+        later_ok = any((f := fams.get(s.family)) is not None and f.last_ok and f.attempts > 1 for s in steps)
+        if steps and not later_ok:
+            if all(s.done and not s.ok for s in steps):
+                status = "failed"
+            elif all(not s.done for s in steps):
+                status = "pending"
+    return c if status == c.status else c.model_copy(update={"status": status})
+
+
+def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[ChangeMade],
+                      memo: dict | None = None) -> list[FailedAttempt]:
     """Attempts the tools reported as failed (a call that succeeded is never one, whatever its
     output says), resolved when the same command later succeeded."""
     if not run.calls:
@@ -156,21 +181,28 @@ def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[Chang
     final = {c.description for c in net if c.status == "applied"}
     out = []
     for fa in items:
-        if fa.command in final:
-            continue
         fam = fams.get(command_family(fa.command))
         steps = by_step.get(fa.source_step, [])
-        if steps and all(s.done and s.ok for s in steps):
-            continue
-        # the decisive line as the tool reported it, when what was taken for the error is chrome or markup
-        if steps and (not fa.error or chrome_line(fa.error) or _MARKUP.match(fa.error)):
-            err = next((s.error for s in steps if s.done and not s.ok and s.error), "")
-            if err and err != fa.error:
-                fa = fa.model_copy(update={"error": err})
-        if fa.status != "resolved" and fam is not None and fam.last_ok and _num(fam.last_step) > _num(fa.last_step):
-            fa = fa.model_copy(update={"status": "resolved", "resolved_at": fam.last_step})
-        out.append(fa)
+        key = (("fa", fa.id), fa, fa.command in final, fam, tuple(steps))
+        got = _memoised(memo, key, lambda fa=fa, fam=fam, steps=steps: _failed(fa, fam, steps, final))
+        if got is not None:
+            out.append(got)
     return out
+
+
+def _failed(fa: FailedAttempt, fam, steps: list, final: set) -> FailedAttempt | None:
+    if fa.command in final:
+        return None
+    if steps and all(s.done and s.ok for s in steps):
+        return None
+    # the decisive line as the tool reported it, when what was taken for the error is chrome or markup
+    if steps and (not fa.error or chrome_line(fa.error) or _MARKUP.match(fa.error)):
+        err = next((s.error for s in steps if s.done and not s.ok and s.error), "")
+        if err and err != fa.error:
+            fa = fa.model_copy(update={"error": err})
+    if fa.status != "resolved" and fam is not None and fam.last_ok and _num(fam.last_step) > _num(fa.last_step):
+        fa = fa.model_copy(update={"status": "resolved", "resolved_at": fam.last_step})
+    return fa
 
 
 def dead_ends(items: list[ExcludedApproach], net: list[ChangeMade]) -> list[ExcludedApproach]:
@@ -179,35 +211,41 @@ def dead_ends(items: list[ExcludedApproach], net: list[ChangeMade]) -> list[Excl
     return [x for x in items if not any(x.approach and (x.approach in d or d in x.approach) for d in final)]
 
 
-def evidence(items: list[Evidence], run: RunModel) -> list[Evidence]:
+def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None) -> list[Evidence]:
     """Error evidence takes the state of its error's life: live only while that error is live."""
     if not run.calls:
         return items
-    out = []
-    for e in items:
-        if e.family not in ("trace", "error", "exit-code", "test-failure"):
-            out.append(e)
-            continue
-        life = next((x for x in reversed(run.errors) if x.text and (x.text in e.text or e.text in x.text)), None)
-        if life is None:
-            life = next((x for x in reversed(run.errors) if x.first_step == e.source_step or x.last_step == e.source_step),
-                        None)
-        if life is not None:
-            state, at = life.state, life.at
-        else:
-            state, at = e.status, e.resolved_at
-        if state == "live" and e.status == "resolved":
-            state, at = "resolved", e.resolved_at
-        if state != e.status or (state != "live" and at != e.resolved_at):
-            e = e.model_copy(update={"status": state, "resolved_at": (at or life.last_step) if state != "live" else ""})
-        out.append(e)
-    return out
+    errors = tuple(run.errors)
+    return [_memoised(memo, (("ev", e.id), e, errors), lambda e=e: _evidence(e, run)) for e in items]
+
+
+def _evidence(e: Evidence, run: RunModel) -> Evidence:
+    if e.family not in ("trace", "error", "exit-code", "test-failure"):
+        return e
+    life = next((x for x in reversed(run.errors) if x.text and (x.text in e.text or e.text in x.text)), None)
+    if life is None:
+        life = next((x for x in reversed(run.errors) if x.first_step == e.source_step or x.last_step == e.source_step),
+                    None)
+    if life is not None:
+        state, at = life.state, life.at
+    else:
+        state, at = e.status, e.resolved_at
+    if state == "live" and e.status == "resolved":
+        state, at = "resolved", e.resolved_at
+    if state != e.status or (state != "live" and at != e.resolved_at):
+        e = e.model_copy(update={"status": state, "resolved_at": (at or life.last_step) if state != "live" else ""})
+    return e
+
+
+@lru_cache(maxsize=4096)
+def _label(text: str, role: str) -> str:
+    return label_sentence(text, {"role": role})
 
 
 def decisions(items: list[Decision]) -> list[Decision]:
     """Explicit choices: a decision sentence, or a choice with its reason."""
-    return [d for d in items if d.reason or label_sentence(d.decision, {"role": "assistant"}) == "decision"
-            or label_sentence(d.decision, {"role": "user"}) == "decision"]
+    return [d for d in items if d.reason or _label(d.decision, "assistant") == "decision"
+            or _label(d.decision, "user") == "decision"]
 
 
 _MARKUP = lazy_regex(r"^\s*(?:</?[\w:-]+>\s*)+$")
@@ -217,13 +255,18 @@ _HEDGE_Q = lazy_regex(r"[?？]\s*$")
 def open_questions(items: list[OpenQuestion]) -> list[OpenQuestion]:
     """Questions put to the user and not answered: a rhetorical question or self-talk is not one."""
     return [q for q in items if q.status != "open" or not _HEDGE_Q.search(q.text)
-            or label_sentence(q.text, {"role": "assistant"}) == "question"]
+            or _label(q.text, "assistant") == "question"]
 
 
 def facts(items: list[Fact]) -> list[Fact]:
     """Facts, without harness, frontend and tool-notice chrome (what an install reports it
     installed stays a fact)."""
-    return [f for f in items if not chrome_line(f.text, outcome=False)]
+    return [f for f in items if not _chrome_fact(f.text)]
+
+
+@lru_cache(maxsize=4096)
+def _chrome_fact(text: str) -> bool:
+    return chrome_line(text, outcome=False)
 
 
 def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> list[NextStep]:
