@@ -1330,13 +1330,9 @@ class _State:
                                        "decisions_made", "open_questions", "user_constraints")}
         rev = self.run.rev  # (the run's steps, files, errors and families are unchanged while it is)
         net0 = _net_changes(draft)
-        net = self._kept("run_changes", (rev, net0), lambda: S.changes(net0, run, self._memo))
-        derived_view = self._kept("run_sections", (rev, run.status, run.status_step, run.status_note, run.plan,
-                                                   run.plan_step, run.plan_acted, raw["failed_attempts"],
-                                                   raw["key_evidence"], raw["dead_ends"], raw["facts_learned"],
-                                                   raw["decisions_made"], raw["open_questions"], raw["user_constraints"],
-                                                   net, next_steps, files),
-                                  lambda: self._run_sections(run, raw, net, next_steps, files))
+        idx = self._kept("run_index", (rev,), lambda: S.index(run))
+        net = self._kept("run_changes", (rev, net0), lambda: S.changes(net0, run, self._memo, idx))
+        derived_view = self._run_sections(run, raw, net, next_steps, files, idx)
         fields.update(derived_view[0])
         next_steps = derived_view[1]
         derived = [n.id for n in next_steps if n.id not in self.next_steps]
@@ -1363,25 +1359,34 @@ class _State:
         )
         view = SimpleNamespace(**fields, changes_made=net, next_steps=next_steps, cursor=cursor, overflow=[])
         return Anchor(**fields, changes_made=net, next_steps=next_steps, cursor=cursor,
-                      status=S.status_line(run), live_failure=S.live_failure_line(run),
+                      status=self._kept("status", (rev, run.status, run.status_step, run.status_note),
+                                        lambda: S.status_line(run)),
+                      live_failure=self._kept("live", (rev,), lambda: S.live_failure_line(run)),
                       objective_state=_objective_text(self._objective_parts(view), self.steps_seen),
                       next_action_hint=next_action_hint(view))
 
-    def _run_sections(self, run, raw: dict, net: list, next_steps: list, files: list) -> tuple[dict, list]:
-        """The sections the run model decides, from the extracted lists."""
-        if isinstance(self.facts, FactLedger):
-            facts = raw["facts_learned"]
-        else:
-            facts = S.facts(raw["facts_learned"])
+    def _run_sections(self, run, raw: dict, net: list, next_steps: list, files: list,
+                      idx: tuple) -> tuple[dict, list]:
+        """The sections the run model decides, from the extracted lists (each kept while what it
+        reads is the same: the run's calls and results, or the list it filters)."""
+        rev, kept, memo = self.run.rev, self._kept, self._memo
+        facts = raw["facts_learned"]
+        if not isinstance(self.facts, FactLedger):
+            facts = kept("run_facts", (facts,), lambda: S.facts(facts))
         return ({
-            "failed_attempts": S.failed_approaches(raw["failed_attempts"], run, net, self._memo),
-            "key_evidence": S.evidence(raw["key_evidence"], run, self._memo),
+            "failed_attempts": kept("run_failed", (rev, raw["failed_attempts"], net),
+                                    lambda: S.failed_approaches(raw["failed_attempts"], run, net, memo, idx)),
+            "key_evidence": kept("run_evidence", (rev, raw["key_evidence"]),
+                                 lambda: S.evidence(raw["key_evidence"], run, memo)),
             "dead_ends": raw["dead_ends"],
             "facts_learned": facts,
-            "decisions_made": S.decisions(raw["decisions_made"]),
-            "open_questions": S.open_questions(raw["open_questions"]),
+            "decisions_made": kept("run_decisions", (raw["decisions_made"],),
+                                   lambda: S.decisions(raw["decisions_made"])),
+            "open_questions": kept("run_questions", (raw["open_questions"],),
+                                   lambda: S.open_questions(raw["open_questions"])),
             "user_constraints": raw["user_constraints"],
-        }, S.next_steps(next_steps, run, files))
+        }, kept("run_next", (rev, run.status, run.status_step, run.plan, run.plan_step, run.plan_acted, next_steps),
+                lambda: S.next_steps(next_steps, run, files)))
 
     def _objective_parts(self, view: SimpleNamespace) -> tuple[list[str], list[str], list[str]]:
         """``_objective_parts`` of the anchor being frozen (kept while all it reads is equal)."""

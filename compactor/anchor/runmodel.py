@@ -39,6 +39,8 @@ from .files import call_effects, looks_like_file
 __all__ = ["RunFold", "build_run", "chrome_line", "command_family", "step_action"]
 
 _MAX_STEPS = 64
+_TAIL_CHARS = 2000
+_TAIL_SENTENCES = 3
 _MAX_TESTS = 400
 _MAX_ERRORS = 200
 _SCAN = 200_000  # characters of one output scanned (its head and tail)
@@ -401,14 +403,19 @@ class RunFold:
         self.open_file = m.open_file
         self.effects: tuple | None = None  # (segment id, open file, CallEffects) of the last call
         self.rev = 0  # bumped by every call and result: what the derived sections read changed
+        self._lists: tuple | None = None  # (rev, the model's lists at that rev)
         self._frozen: RunModel | None = m
 
     def model(self) -> RunModel:
         if self._frozen is None:
+            lists = self._lists
+            if lists is None or lists[0] != self.rev:  # (a message changes none of them)
+                lists = self._lists = (self.rev, list(self.steps), list(self.files.values()),
+                                       list(self.errors.values()), list(self.tests.values()),
+                                       list(self.families.values()))
             self._frozen = RunModel(
-                steps=list(self.steps), calls=self.calls, files=list(self.files.values()),
-                errors=list(self.errors.values()), tests=list(self.tests.values()),
-                families=list(self.families.values()), status=self.status, status_step=self.status_step,
+                steps=lists[1], calls=self.calls, files=lists[2], errors=lists[3], tests=lists[4],
+                families=lists[5], status=self.status, status_step=self.status_step,
                 status_note=self.status_note, last_change_step=self.last_change_step, last_step=self.last_step,
                 plan=self.plan, plan_step=self.plan_step, plan_acted=self.plan_acted,
                 harness_rules=list(self.harness_rules), seq=self.seq, open_file=self.open_file)
@@ -473,8 +480,9 @@ class RunFold:
             return
         from ._text import prose_of, sentences
 
-        prose = prose_of(text)
-        sents = sentences(prose[-6000:]) if prose else []
+        # the end of the message says what the agent will do, asks or claims: its last sentences
+        prose = prose_of(text[-_TAIL_CHARS:])
+        sents = sentences(prose)[-_TAIL_SENTENCES:] if prose else []
         plan = ""
         asked = ""
         claimed = ""

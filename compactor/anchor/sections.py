@@ -104,10 +104,6 @@ def live_failure_line(run: RunModel, lang: str = "en") -> str:
     return f"{_code(e.text)}{where} — {W['from']} {_code(e.family[:100])} ({seen})"
 
 
-def _file_of(run: RunModel) -> dict:
-    return {f.path: f for f in run.files}
-
-
 def _memoised(memo: dict | None, key: tuple, make):
     """``make()``, or what it gave for an equal ``key`` last time (the key's records are compared
     by identity first: an unchanged record is the same object)."""
@@ -121,17 +117,22 @@ def _memoised(memo: dict | None, key: tuple, make):
     return got
 
 
-def changes(items: list[ChangeMade], run: RunModel, memo: dict | None = None) -> list[ChangeMade]:
+def index(run: RunModel) -> tuple[dict, dict, dict]:
+    """(file lives by path, command families by name, the recent steps by step id) of ``run``."""
+    by_step: dict[str, list[RunStep]] = {}
+    for st in run.steps:
+        by_step.setdefault(st.step, []).append(st)
+    return {f.path: f for f in run.files}, {f.family: f for f in run.families}, by_step
+
+
+def changes(items: list[ChangeMade], run: RunModel, memo: dict | None = None,
+            idx: tuple[dict, dict, dict] | None = None) -> list[ChangeMade]:
     """Net changes, per file: a change whose file was reverted, or created and deleted again, is
     gone; a change whose call failed (an install that exited 100, an edit the tool rejected) is
     failed; a call that never returned is pending."""
     if not run.calls:
         return items
-    files = _file_of(run)
-    by_step: dict[str, list[RunStep]] = {}
-    for st in run.steps:
-        by_step.setdefault(st.step, []).append(st)
-    fams = {f.family: f for f in run.families}
+    files, fams, by_step = idx if idx is not None else index(run)
     out = []
     for c in items:
         steps = tuple(by_step.get(c.source_step, ()))
@@ -169,15 +170,12 @@ def _change(c: ChangeMade, files: dict, by_step: dict, fams: dict) -> ChangeMade
 
 
 def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[ChangeMade],
-                      memo: dict | None = None) -> list[FailedAttempt]:
+                      memo: dict | None = None, idx: tuple[dict, dict, dict] | None = None) -> list[FailedAttempt]:
     """Attempts the tools reported as failed (a call that succeeded is never one, whatever its
     output says), resolved when the same command later succeeded."""
     if not run.calls:
         return items
-    by_step: dict[str, list[RunStep]] = {}
-    for st in run.steps:
-        by_step.setdefault(st.step, []).append(st)
-    fams = {f.family: f for f in run.families}
+    _, fams, by_step = idx if idx is not None else index(run)
     final = {c.description for c in net if c.status == "applied"}
     out = []
     for fa in items:
