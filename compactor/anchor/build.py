@@ -1331,7 +1331,7 @@ class _State:
         rev = self.run.rev  # (the run's steps, files, errors and families are unchanged while it is)
         net0 = _net_changes(draft)
         idx = self._kept("run_index", (rev,), lambda: S.index(run))
-        net = self._kept("run_changes", (rev, net0), lambda: S.changes(net0, run, self._memo, idx))
+        net = self._kept("run_changes", (rev, net0), lambda: S.changes(net0, run, self._memo, idx, self.run))
         derived_view = self._run_sections(run, raw, net, next_steps, files, idx)
         fields.update(derived_view[0])
         next_steps = derived_view[1]

@@ -404,6 +404,11 @@ class RunFold:
         self.effects: tuple | None = None  # (segment id, open file, CallEffects) of the last call
         self.rev = 0  # bumped by every call and result: what the derived sections read changed
         self._lists: tuple | None = None  # (rev, the model's lists at that rev)
+        # the rev at which each step, file and (any) family last changed: what a derived item read
+        # is unchanged while these are not newer than when it was derived (sections.changes)
+        self.stamp_step: dict[str, int] = {}
+        self.stamp_file: dict[str, int] = {}
+        self.fam_rev = 0
         self._frozen: RunModel | None = m
 
     def model(self) -> RunModel:
@@ -530,7 +535,9 @@ class RunFold:
         st = RunStep(step=seg.step_id, action=action, target=target, family=family, call_id=seg.call_id or "",
                      files=tuple(writes))
         self.steps.append(st)
+        self.stamp_step[st.step] = self.rev
         if len(self.steps) > _MAX_STEPS:
+            self.stamp_step[self.steps[0].step] = self.rev  # what read it reads its absence now
             del self.steps[0]
         self.calls += 1
         self.plan_acted = True
@@ -566,6 +573,7 @@ class RunFold:
                 self._file(a[2], "revert", step)
 
     def _file(self, path: str, op: str, step: str) -> None:
+        self.stamp_file[path] = self.rev
         f = self.files.get(path)
         if op == "revert":
             if f is not None:
@@ -646,6 +654,7 @@ class RunFold:
                                    "signature": signature(error) if error else "", "location": loc,
                                    "passed": passed, "failed": failed})
         self.steps[i] = st
+        self.stamp_step[st.step] = self.rev
         self._family(st)
         if st.action == "test":
             self._tests(text, st.step)
@@ -669,6 +678,7 @@ class RunFold:
             self._resolve(st)
 
     def _family(self, st: RunStep) -> None:
+        self.fam_rev = self.rev
         f = self.families.get(st.family) or FamilyLife(family=st.family, action=st.action)
         self.families[st.family] = f.model_copy(update={"attempts": f.attempts + 1,
                                                         "failures": f.failures + (0 if st.ok else 1),

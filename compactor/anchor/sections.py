@@ -32,14 +32,15 @@ _WORDS = {
         "waiting": "Waiting for the user", "at": "at", "calls": "tool calls", "last": "last",
         "ok": "succeeded", "failed": "failed", "pending": "no result yet", "evidence": "evidence",
         "no_check": "no passing check after the last change", "none": "none", "seen": "seen",
-        "times": "times", "from": "from", "no_calls": "no tool calls",
+        "times": "times", "from": "from", "no_calls": "no tool calls", "last_change": "last change",
+        "no_change": "no change yet", "last_check": "last run",
     },
     "zh": {
         "working": "进行中", "finished": "已完成", "submitted": "已提交", "stopped-limit": "因步数或费用上限停止",
         "stopped-error": "因 API 或运行环境错误停止", "waiting": "等待用户回复", "at": "于", "calls": "次工具调用",
         "last": "最后", "ok": "成功", "failed": "失败", "pending": "尚无结果", "evidence": "证据",
         "no_check": "最后一次改动之后没有通过的检查", "none": "无", "seen": "出现", "times": "次", "from": "来自",
-        "no_calls": "没有工具调用",
+        "no_calls": "没有工具调用", "last_change": "最后一次改动", "no_change": "尚无改动", "last_check": "最后一次运行",
     },
 }
 _SEP = {"en": ": ", "zh": "："}
@@ -80,12 +81,13 @@ def status_line(run: RunModel, lang: str = "en") -> str:
             counts = f", {ev.passed} passed" if ev.passed else ""
             return f"{head}{where} ({W['evidence']}{sep}{_code(ev.target[:120])} {W['ok']} {W['at']} {ev.step}{counts})"
         return f"{head}{where} ({W['no_check']})" if run.last_change_step else head + where
-    last = run.steps[-1] if run.steps else None
-    tail = ""
-    if last is not None:
-        outcome = W["pending"] if not last.done else (W["ok"] if last.ok else W["failed"])
-        tail = f"; {W['last']}{sep}{_code(last.target[:120])} {outcome} {W['at']} {last.step}"
-    return f"{head}{sep}{run.calls} {W['calls']}{tail}"
+    # what moved the work: the last change and the last check (reads and searches do not)
+    parts = [f"{W['last_change']} {W['at']} {run.last_change_step}" if run.last_change_step else W["no_change"]]
+    check = next((st for st in reversed(run.steps) if st.action in ("test", "run", "install", "submit")), None)
+    if check is not None:
+        outcome = W["pending"] if not check.done else (W["ok"] if check.ok else W["failed"])
+        parts.append(f"{W['last_check']}{sep}{_code(check.target[:120])} {outcome} {W['at']} {check.step}")
+    return f"{head}{sep}" + "; ".join(parts)
 
 
 def live_failure(run: RunModel) -> ErrorLife | None:
@@ -126,7 +128,7 @@ def index(run: RunModel) -> tuple[dict, dict, dict]:
 
 
 def changes(items: list[ChangeMade], run: RunModel, memo: dict | None = None,
-            idx: tuple[dict, dict, dict] | None = None) -> list[ChangeMade]:
+            idx: tuple[dict, dict, dict] | None = None, fold=None) -> list[ChangeMade]:
     """Net changes, per file: a change whose file was reverted, or created and deleted again, is
     gone; a change whose call failed (an install that exited 100, an edit the tool rejected) is
     failed; a call that never returned is pending."""
@@ -135,6 +137,25 @@ def changes(items: list[ChangeMade], run: RunModel, memo: dict | None = None,
     files, fams, by_step = idx if idx is not None else index(run)
     out = []
     for c in items:
+        if fold is not None and memo is not None:
+            # (a fold's stamps: the item is derived again only when a step, file or family it
+            # reads changed since)
+            held = memo.get(("chs", c.id))
+            if held is not None and held[0] is c:
+                if c.files:
+                    sf = fold.stamp_file
+                    newest = max(sf.get(p, 0) for p in c.files)
+                else:
+                    newest = fold.fam_rev
+                if max(newest, fold.stamp_step.get(c.source_step, 0)) <= held[1]:
+                    if held[2] is not None:
+                        out.append(held[2])
+                    continue
+            got = _change(c, files, by_step, fams)
+            memo[("chs", c.id)] = (c, fold.rev, got)
+            if got is not None:
+                out.append(got)
+            continue
         steps = tuple(by_step.get(c.source_step, ()))
         key = (("ch", c.id), c, tuple(files.get(p) for p in c.files), steps,
                tuple(fams.get(st.family) for st in steps))
