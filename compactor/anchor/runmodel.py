@@ -404,6 +404,7 @@ class RunFold:
         self.effects: tuple | None = None  # (segment id, open file, CallEffects) of the last call
         self.rev = 0  # bumped by every call and result: what the derived sections read changed
         self._lists: tuple | None = None  # (rev, the model's lists at that rev)
+        self._pending_msg: tuple[str, str] | None = None  # (step, tail) of an assistant message not read yet
         # the rev at which each step, file and (any) family last changed: what a derived item read
         # is unchanged while these are not newer than when it was derived (sections.changes)
         self.stamp_step: dict[str, int] = {}
@@ -412,6 +413,8 @@ class RunFold:
         self._frozen: RunModel | None = m
 
     def model(self) -> RunModel:
+        if self._pending_msg is not None:
+            self._settle()
         if self._frozen is None:
             lists = self._lists
             if lists is None or lists[0] != self.rev:  # (a message changes none of them)
@@ -431,6 +434,11 @@ class RunFold:
         """Fold one segment in; ``text``: its normalised text when the caller has it."""
         self._text = text
         self._frozen = None
+        if self._pending_msg is not None:
+            if seg.kind == SegmentKind.tool_call:
+                self._pending_msg = None  # a call followed: the message's plan is being carried out
+            else:
+                self._settle()
         self.seq += 1
         self.last_step = seg.step_id
         if seg.kind == SegmentKind.tool_call:
@@ -483,10 +491,18 @@ class RunFold:
         if m and m.start() == 0:
             self._set_status("stopped-error", seg.step_id, _line_at(text, 0))
             return
+        # what the message plans, asks or claims matters only when no call follows it: read when
+        # the next segment is not a call, or when the model is frozen (see _settle)
+        self._pending_msg = (seg.step_id, text[-_TAIL_CHARS:])
+
+    def _settle(self) -> None:
+        """Read the last assistant message that no call followed: its plan, question or claim."""
+        step, text = self._pending_msg
+        self._pending_msg = None
         from ._text import prose_of, sentences
 
         # the end of the message says what the agent will do, asks or claims: its last sentences
-        prose = prose_of(text[-_TAIL_CHARS:])
+        prose = prose_of(text)
         sents = sentences(prose)[-_TAIL_SENTENCES:] if prose else []
         plan = ""
         asked = ""
@@ -500,12 +516,12 @@ class RunFold:
             elif label == "status":
                 claimed = s
         if plan:
-            self.plan, self.plan_step, self.plan_acted = plan[:300], seg.step_id, False
+            self.plan, self.plan_step, self.plan_acted = plan[:300], step, False
         if self.calls and self.status not in ("stopped-limit", "stopped-error"):
             if asked and sents and sents[-1] == asked:
-                self._set_status("waiting", seg.step_id, asked)
+                self._set_status("waiting", step, asked)
             elif self.status != "submitted":
-                self._set_status("finished", seg.step_id, claimed or (sents[-1] if sents else ""))
+                self._set_status("finished", step, claimed or (sents[-1] if sents else ""))
 
     def _call(self, seg: Segment) -> None:
         self.rev += 1
@@ -540,10 +556,11 @@ class RunFold:
             self.stamp_step[self.steps[0].step] = self.rev  # what read it reads its absence now
             del self.steps[0]
         self.calls += 1
-        self.plan_acted = True
+        # a call carries the work on: an earlier plan is not "the last plan not carried out"
+        self.plan, self.plan_step, self.plan_acted = "", "", True
         if action == "submit":
             self._submitted(seg.step_id, first)
-        elif self.status != "working":
+        else:
             self._set_status("working", seg.step_id)
         # file effects are known from the call; a failed result takes them back (see _result)
         if call is not None:
