@@ -357,3 +357,11 @@ def test_real_runs_status():
     # marshmallow: the scratch reproduction was created and deleted again: no net change
     m = build_run(_segments(RUNS[1]))
     assert {f.path: f.change for f in m.files}.get("reproduce.py") == "created-deleted"
+
+
+def test_a_commit_is_not_evidence_and_a_chat_without_calls_has_a_status():
+    r = Run().call(EDIT, "").call("git add app.py && git commit -m fix", "[main 1a2b3c4] fix\n").say("Done.")
+    assert "no passing check after the last change" in _anchor(r).status
+    chat = Run(task="What does the retry decorator do?").say("It retries the call three times. Shall I add a test?")
+    m = build_run(chat.segs)
+    assert m.status == "waiting" and status_line(m).startswith("Waiting for the user at s1: Shall I add a test?")

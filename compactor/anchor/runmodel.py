@@ -36,7 +36,7 @@ from ..normalize import normalize
 from .cues import label_sentence
 from .files import call_effects, looks_like_file
 
-__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "step_action"]
+__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "is_check", "step_action"]
 
 _MAX_STEPS = 64
 _TAIL_CHARS = 2000
@@ -241,6 +241,17 @@ def _is_test(argv: list[str]) -> bool:
 
 _RUNNERS = lazy_regex(r"^(?:python[\d.]*|node|bash|sh|zsh|go|cargo|make|npm|npx|yarn|pnpm|ruby|perl|php|java|javac|"
                       r"gcc|g\+\+|clang|rustc|dotnet|deno|bun|ts-node|\./.+)$")
+
+
+def is_check(st: RunStep) -> bool:
+    """A step that checks the work: a test run, or a program run (not git, not a file operation)."""
+    if st.action == "test":
+        return True
+    if st.action != "run":
+        return False
+    argv = _main_argv(st.target)
+    return bool(argv) and _runs(argv) and argv[0].rsplit("/", 1)[-1] not in ("make",) or \
+        bool(argv) and argv[0] == "make" and len(argv) > 1 and argv[1] in ("test", "check")
 
 
 def _runs(argv: list[str]) -> bool:
@@ -517,7 +528,7 @@ class RunFold:
                 claimed = s
         if plan:
             self.plan, self.plan_step, self.plan_acted = plan[:300], step, False
-        if self.calls and self.status not in ("stopped-limit", "stopped-error"):
+        if self.status not in ("stopped-limit", "stopped-error"):
             if asked and sents and sents[-1] == asked:
                 self._set_status("waiting", step, asked)
             elif self.status != "submitted":

@@ -15,7 +15,7 @@ from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproac
                       NextStep, OpenQuestion, RunModel, RunStep)
 from ._text import item_id
 from .cues import label_sentence
-from .runmodel import chrome_line, command_family
+from .runmodel import chrome_line, command_family, is_check
 
 __all__ = ["PRIORITY", "changes", "decisions", "evidence", "failed_approaches", "facts",
            "live_failure", "live_failure_line", "next_steps", "open_questions", "status_line"]
@@ -60,7 +60,7 @@ def _evidence_step(run: RunModel) -> RunStep | None:
     """The last passing check (a test or a run) after the last change."""
     last_change = _num(run.last_change_step)
     for st in reversed(run.steps):
-        if st.done and st.ok and st.action in ("test", "run") and _num(st.step) >= last_change:
+        if st.done and st.ok and is_check(st) and _num(st.step) >= last_change:
             return st
     return None
 
