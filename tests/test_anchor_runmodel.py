@@ -282,6 +282,9 @@ def test_priority_is_one_order_read_by_the_bound():
     assert PRIORITY[:6] == ("status", "live_failure", "constraints", "changes", "failed_approaches", "next_step")
     assert BOUND_PRIORITY[:5] == ("live_evidence", "user_constraints", "changes_made", "failed_attempts", "next_steps")
     assert DEFAULT_MAX_TOKENS <= 1500
+    from compactor.config import CompactorConfig
+
+    assert CompactorConfig().anchor_max_tokens == DEFAULT_MAX_TOKENS  # the pipeline's default is the same bound
 
 
 # ------------------------------------------------------------------ the model itself

@@ -30,6 +30,7 @@ from .sections import PRIORITY as SECTION_PRIORITY
 __all__ = ["DEFAULT_MAX_TOKENS", "PRIORITY", "bound_anchor"]
 
 DEFAULT_MAX_TOKENS = 1500
+_ROW_COUNTS = 8192  # rows whose token count a conversation's memo keeps
 # the sections' order (sections.PRIORITY) as the groups this module fills
 _GROUPS = {"live_failure": "live_evidence", "constraints": "user_constraints", "changes": "changes_made",
            "failed_approaches": "failed_attempts", "next_step": "next_steps", "decisions": "decisions_made",
@@ -112,11 +113,23 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
         facts.check_overflowing(n)
     if n <= max_tokens:
         return a if not a.overflow else a.model_copy(update={"overflow": []})
-    rows = render_lines(a, lang)
+    rows = render_lines(a, lang, memo)
     cost: dict[str, int] = {}
+    # a row's count is kept for the conversation (the same rows come back turn after turn)
+    counts = memo.row_counts if memo is not None and memo.row_counts[0] is count else None
+    if memo is not None and counts is None:
+        memo.row_counts = counts = (count, {})
     for _, iid, text in rows:
         if iid:
-            cost[iid] = cost.get(iid, 0) + count(text) + 1
+            if counts is not None:
+                n_row = counts[1].get(text)
+                if n_row is None:
+                    if len(counts[1]) > _ROW_COUNTS:
+                        counts[1].clear()
+                    n_row = counts[1][text] = count(text)
+            else:
+                n_row = count(text)
+            cost[iid] = cost.get(iid, 0) + n_row + 1
     del rows  # (a row per item: not held beside what follows)
     empty = _keep(a, set())
     used = count(to_markdown(empty, lang))

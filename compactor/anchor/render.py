@@ -162,6 +162,7 @@ class RenderMemo:
         self.sections: dict[tuple[str, str], tuple[tuple, list[tuple[str, str, str]]]] = {}
         self.counted: tuple | None = None  # (the count function, a rendering, its count): the size bound's
         self.markdown: tuple | None = None  # (title rows, each section's rows, the Markdown) of the last rendering
+        self.row_counts: tuple = (None, {})  # (the count function, row text -> its count): the size bound's
 
 
 def _same_deps(a: tuple, b: tuple) -> bool:
