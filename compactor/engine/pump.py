@@ -60,12 +60,9 @@ def pump_rule(rule: Rule, size: int = PUMP_BYTES, limit_s_per_mb: float = PUMP_L
     limit = limit_s_per_mb * size / 1_048_576
     for name, text in adversarial_inputs(rule, size):
         view = TextView(text)
-        t0 = time.process_time()
-        try:
-            cr.find(view, budget=limit * 2)
-        except RuleTimeout:
+        dt = _cpu_seconds(lambda: cr.find(view, budget=limit * 2), RuleTimeout)
+        if dt is None:
             return f"timed out on {name}"
-        dt = time.process_time() - t0
         if dt > limit:
             return f"{dt:.2f}s on {len(text)} bytes of {name} (limit {limit:.2f}s)"
     return None
@@ -121,19 +118,26 @@ def pump_derived(rule: Rule, size: int = PUMP_BYTES, limit_s_per_mb: float = PUM
             for line, timed in runs:
                 # (at least MIN_LIMIT_S: a search of a few KB is near the CPU clock's resolution)
                 limit = max(limit_s_per_mb * len(line.encode("utf-8")) / 1_048_576, MIN_LIMIT_S)
-                t0 = time.process_time()
-                try:
+                def run(line=line, timed=timed, limit=limit):
                     with _stopped_after(limit * 2 + 0.05):
-                        if timed:
-                            search(line, timeout=limit * 2)
-                        else:
-                            search(line)
-                except TimeoutError:
+                        return search(line, timeout=limit * 2) if timed else search(line)
+
+                dt = _cpu_seconds(run, TimeoutError)
+                if dt is None:
                     return f"{name} timed out on {len(line)} characters of {label}"
-                dt = time.process_time() - t0
                 if dt > limit:
                     return f"{name}: {dt:.3f}s on {len(line)} characters of {label} (limit {limit:.3f}s)"
     return None
+
+
+def _cpu_seconds(call: Callable[[], object], timeout: type[BaseException]) -> float | None:
+    """The CPU time ``call`` took; None if it raised ``timeout``."""
+    t0 = time.process_time()
+    try:
+        call()
+    except timeout:
+        return None
+    return time.process_time() - t0
 
 
 @contextmanager
