@@ -91,8 +91,11 @@ def test_every_real_run_is_compacted_in_time(tmp_path):
         pytest.skip("../shared/corpus and ../shared/trajectories-extra not available")
     done, hung = compact_each(files, tmp_path)
     assert not hung, f"ran past {LIMIT_S:.0f} s: {[str(p) for p in hung]}"
-    failed = {str(p): rc for p, (rc, _s) in done.items() if rc not in (0,)}
+    # a result, or a clean refusal of a corrupt file (exit 2: two pi sessions hold two records on
+    # one line); never an internal error
+    failed = {str(p): rc for p, (rc, _s) in done.items() if rc not in (0, 2)}
     assert not failed, failed
+    assert sum(rc == 0 for rc, _s in done.values()) >= len(files) - 4
     assert len(done) == len(files)
 
 
