@@ -188,8 +188,8 @@ def test_every_corpus_file_is_in_the_table() -> None:
             rel = f"{d}/{f.name}"
             _, fmt, _ = load(f)
             assert fmt.name == layout, rel
-            if rel in CORPUS_TABLE:
-                assert CORPUS_TABLE[rel][0] == layout
+            assert rel in CORPUS_TABLE, f"{rel}: add its layout and call/result counts to CORPUS_TABLE"
+            assert CORPUS_TABLE[rel][0] == layout
 
 
 @pytest.mark.corpus
