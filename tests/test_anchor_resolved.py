@@ -67,3 +67,22 @@ def test_installing_another_module_leaves_the_error_live():
                        "Successfully installed requests-2.31.0")
     lines = _anchor_lines(msgs, "No module named 'pytz'")
     assert not any("resolved" in ln for ln in lines), lines
+
+
+def test_installing_another_module_keeps_the_error_live_in_the_run_model():
+    msgs = _script_then("pip install requests")
+    msgs[-1] = _out(2, "Collecting requests\nInstalling collected packages: requests\n"
+                       "Successfully installed requests-2.31.0")
+    anchor = compactor.compact(msgs, format="openai-chat").anchor
+    assert "No module named 'pytz'" in (anchor.live_failure or ""), anchor.live_failure
+
+
+def test_an_install_from_a_requirements_file_makes_the_error_stale_and_says_so():
+    msgs = _script_then("pip install -r requirements.txt")
+    anchor = compactor.compact(msgs, format="openai-chat").anchor
+    assert "pytz" not in (anchor.live_failure or "none"), anchor.live_failure
+    # the evidence of the error: its own line, or the head of its block
+    lines = [ln for ln in to_markdown(anchor).splitlines() if ln.startswith("- (s2, trace")]
+    assert lines and all("stale since s3" in ln for ln in lines), lines
+    zh = [ln for ln in to_markdown(anchor, lang="zh").splitlines() if ln.startswith("- (s2, trace")]
+    assert zh and all("已过期于 s3" in ln for ln in zh), zh

@@ -25,7 +25,7 @@ _LABELS = {
         "evidence_label": "evidence", "read": "read", "created": "created", "modified": "modified",
         "deleted": "deleted", "stale": "read before a later edit (stale)", "related": "related",
         "unfinished_file": "unfinished (last edit failed)", "sep": ": ", "attempt": "Failed attempt",
-        "times": "times", "overflow": "**Not shown (size bound; by source step)**", "resolved": "resolved at",
+        "times": "times", "overflow": "**Not shown (size bound; by source step)**", "resolved": "resolved at", "stale_since": "stale since",
         "sec_key_evidence": "key evidence", "sec_user_constraints": "constraints",
         "sec_failed_attempts": "failed attempts", "sec_decisions_made": "decisions", "sec_changes_made": "changes",
         "sec_intent": "requests", "sec_next_steps": "next steps", "sec_open_questions": "open questions",
@@ -40,7 +40,7 @@ _LABELS = {
         "hint": "下一步建议（不具约束力）", "fact": "事实", "evidence_label": "证据", "read": "读取",
         "created": "新建", "modified": "修改", "deleted": "删除", "stale": "读取后又被修改（内容已过期）",
         "related": "相关", "unfinished_file": "未完成（最后一次修改失败）", "sep": "：", "attempt": "失败的尝试",
-        "times": "次", "overflow": "**未显示（超出大小上限；见来源步骤）**", "resolved": "已解决于",
+        "times": "次", "overflow": "**未显示（超出大小上限；见来源步骤）**", "resolved": "已解决于", "stale_since": "已过期于",
         "sec_key_evidence": "关键证据", "sec_user_constraints": "用户约束", "sec_failed_attempts": "失败的尝试",
         "sec_decisions_made": "已做决策", "sec_changes_made": "已完成", "sec_intent": "需求",
         "sec_next_steps": "下一步", "sec_open_questions": "待确认问题", "sec_dead_ends": "已排除方案",
@@ -351,6 +351,8 @@ def _ev_prefix(e: Evidence, L: dict[str, str]) -> str:
     bits = [b for b in (e.source_step, e.family) if b]
     if e.status == "resolved":
         bits.append(f"{L['resolved']} {e.resolved_at}".strip())
+    elif e.status == "stale":
+        bits.append(f"{L['stale_since']} {e.resolved_at}".strip())
     return f"({', '.join(bits)})" if bits else ""
 
 

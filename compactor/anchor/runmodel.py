@@ -34,6 +34,7 @@ from ..models import (ErrorLife, FamilyLife, FileLife, Role, RunModel, RunStep, 
                       ToolCall)
 from ..normalize import normalize
 from .cues import label_sentence
+from ._tables import missing_modules
 from .files import call_effects, looks_like_file
 
 __all__ = ["RunFold", "build_run", "chrome_line", "command_family", "is_check", "step_action"]
@@ -735,7 +736,16 @@ class RunFold:
             at = e.location.rsplit(":", 1)[0] if e.location else ""
             hits = existing or (at and any(at.endswith(p) or p.endswith(at) for p in touched))
             if st.action == "install" and e.action != "install":
-                hits = "No module named" in e.text or "ModuleNotFoundError" in e.text or "command not found" in e.text
+                missing = {_dist_key(m.split(".", 1)[0]) for m in missing_modules(e.text)}
+                named, unnamed = _install_targets(st.target)
+                if missing & named:  # the module the error missed is what was installed
+                    self.errors[sig] = e.model_copy(update={"state": "resolved", "why": f"installed ({st.target})",
+                                                            "at": st.step})
+                    continue
+                # an install that names no package (a requirements file, the project itself) may have
+                # brought it: the error is stale until its command runs again; one naming other
+                # packages leaves it live
+                hits = ("command not found" in e.text or bool(missing)) and unnamed
             if hits:
                 self.errors[sig] = e.model_copy(update={"state": "stale", "why": f"changed since ({st.target})",
                                                         "at": st.step})
@@ -813,3 +823,38 @@ def build_run(segments, model: RunModel | None = None) -> RunModel:
     for seg in segments:
         fold.feed(seg)
     return fold.model()
+
+
+_INSTALL_WORDS = frozenset(("install", "add", "sync", "-m", "pip", "pip3", "uv", "poetry", "conda", "mamba", "npm",
+                            "yarn", "pnpm", "python", "python3", "sudo", "apt", "apt-get", "brew", "cargo", "gem"))
+
+
+def _dist_key(name: str) -> str:
+    """A package or module name compared the way installers do (case, '-' and '_' alike)."""
+    return name.strip().lower().replace("-", "_")
+
+
+def _install_targets(command: str) -> tuple[set[str], bool]:
+    """The packages an install command names (version specifiers and extras cut off), and whether
+    it also installs something it does not name (a requirements file, a path, the project itself,
+    or no argument at all)."""
+    words = command.split("\n", 1)[0].split()
+    named: set[str] = set()
+    unnamed = False
+    skip = False
+    for w in words:
+        if skip:
+            skip, unnamed = False, True
+            continue
+        if w in ("-r", "--requirement", "-e", "--editable", "-c", "--constraint"):
+            skip = True
+            continue
+        if w.startswith("-") or w in _INSTALL_WORDS or w in ("&&", "||", ";", "|"):
+            continue
+        if w.startswith((".", "/", "~")) or w.endswith((".txt", ".toml", ".cfg", ".whl", ".tar.gz")):
+            unnamed = True
+            continue
+        name = regex.split(r"[<>=!~\[;@ ]", w, maxsplit=1)[0]
+        if name and regex.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            named.add(_dist_key(name))
+    return named, unnamed or not named
