@@ -772,7 +772,7 @@ class Compactor:
                 if conv is not None:
                     conv.bound_memo = (key, full, anchor)
         state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
-                                        handoff=state.handoff)
+                                        handoff=state.handoff, layout=doc.style, unchanged=edits.is_empty())
 
 
 def _redact_anchor(anchor: Anchor, redactor=None) -> tuple[Anchor, int]:

@@ -616,7 +616,9 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
         if write is not None:
             from .emit import write_parts
 
-            write_parts(report, anchor, emit, write, messages=messages,
+            from .formats.style import detect_file_style
+
+            write_parts(report, anchor, emit, write, messages=messages, style=detect_file_style(p, "json"),
                         lists={"protected": _Items([fold.spans]), "placeholders": _Items([fold.ph_level1, fold.ph_older])})
         return report
     finally:

@@ -52,4 +52,5 @@ def read_document(probe: Probe, format_name: str = "auto") -> Document:
             raise InputError(f"input is not in the {fmt.name} layout: {why}", source=probe.raw.source)
     doc = fmt.read(probe)
     doc.diagnostics[:0] = list(probe.raw.diagnostics)
+    doc.style = probe.raw.json_style(fmt.container)
     return doc
