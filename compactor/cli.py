@@ -587,10 +587,14 @@ def cmd_trim(args) -> int:
         _check_log_path(Path(args.input), args.input)
     try:
         with _Output(args.output) as out:
+            # the middle of a line too long to keep goes to the store (opened only then): its ref expands it
+            cuts = lambda: _open_store(args)  # noqa: E731
             if args.input == "-":
-                stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
+                stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline,
+                                cut_store=cuts)
             else:
-                stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
+                stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline,
+                                cut_store=cuts)
     except BrokenPipeError:
         # the reader went away: keep reading standard input to its end, so the producer upstream
         # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
