@@ -585,8 +585,12 @@ def cmd_trim(args) -> int:
     _resume_gc()
     if args.input != "-":
         _check_log_path(Path(args.input), args.input)
+    # a file (not standard input) is never written back larger than it is: the output is held
+    # until it is complete (the receipt and the annotations of --github are extra lines by design)
+    source = Path(args.input) if args.input != "-" and not args.github and Path(args.input).is_file() else None
+    output = _Output(args.output, source)
     try:
-        with _Output(args.output) as out:
+        with output as out:
             # the middle of a line too long to keep goes to the store (opened only then): its ref expands it
             cuts = lambda: _open_store(args)  # noqa: E731
             if args.input == "-":
@@ -602,7 +606,8 @@ def cmd_trim(args) -> int:
             while sys.stdin.buffer.read(1 << 20):
                 pass
         raise
-    if receipt == "stderr" and stats.folded:
+    _kept_warning(output)
+    if receipt == "stderr" and stats.folded and not output.kept:
         sys.stderr.write(stats.receipt() + "\n")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.github and summary_path:

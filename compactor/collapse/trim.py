@@ -86,7 +86,7 @@ class TrimStats(Plain):
 
     __slots__ = ("lines_in", "lines_out", "bytes_in", "bytes_out", "protected_lines", "folded_lines", "regions",
                  "baseline_lines", "repeated_blocks", "long_lines_cut", "invalid_utf8", "rule_timeouts",
-                 "passthrough", "annotations")
+                 "passthrough", "annotations", "note")
     _defaults = {
         "lines_in": 0, "lines_out": 0, "bytes_in": 0, "bytes_out": 0, "protected_lines": 0, "folded_lines": 0,
         "regions": 0,
@@ -95,6 +95,7 @@ class TrimStats(Plain):
         "long_lines_cut": 0, "invalid_utf8": 0, "rule_timeouts": 0,
         "passthrough": False,  # nothing was folded: the input was written untouched
         "annotations": Factory(list),  # ranked Annotation (with github=True)
+        "note": None,  # why the input was returned as it is although something folded (it would have grown)
     }
     _norepr = ("annotations",)
 
@@ -1028,6 +1029,13 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
 
         t.run(iter_decoded(io.BytesIO(data), t.stats, raw_sink=sink), parts.append)
     text = "".join(p if isinstance(p, str) else p.decode("utf-8", "replace") for p in parts)
+    size = len(data) if data is not None else t.raw_bytes if t.raw is not None else len(log.encode("utf-8", "surrogatepass"))
+    written = len(text.encode("utf-8", "surrogatepass"))
+    if written > size and not t.stats.passthrough:  # never larger than what came in
+        text = log if data is None else data.decode("utf-8", "replace")
+        t.stats.note = (f"the trimmed log ({written} bytes) would be larger than the input ({size} bytes): "
+                        "the input is returned as it is")
+        t.stats.passthrough = True
     return TrimResult(text, t.stats, tuple(t.ranked_annotations()))
 
 

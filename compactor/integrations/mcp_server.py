@@ -134,8 +134,18 @@ class _Tools:
             options["budget"] = budget
         with self.errors():
             result = self.comp.compact(src, format=format, **options)
-            body = _layout(result.format).dumps(result.messages)
+            body = _layout(result.format).dumps(result.messages, result.layout)
         rep = result.report
+        kept = None
+        try:
+            original = Path(src).read_bytes()
+        except OSError:
+            original = None
+        if original is not None and (result.unchanged or len(body.encode("utf-8", "surrogatepass")) > len(original)):
+            if not result.unchanged:  # never larger than what came in
+                kept = (f"the compacted result ({len(body.encode('utf-8', 'surrogatepass'))} bytes) would be larger "
+                        f"than the file ({len(original)} bytes): the file is returned as it is")
+            body = original.decode("utf-8", "replace")
         receipt = (f"[compactor: {result.format} layout, {rep.tokens_before} -> {rep.tokens_after} tokens "
                    f"({rep.token_counter}), level {rep.level}, {len(rep.placeholders)} placeholder(s), "
                    f"{len(rep.protected)} protected span(s) kept verbatim")
@@ -143,6 +153,9 @@ class _Tools:
             receipt += f"; still over {LARGE_RESULT_TOKENS} tokens: call again with budget=N to fit a context"
         if rep.exit_signal:
             receipt += "; Level 3 was needed: consider starting a new session"
+        for note in [kept, *(d.message for d in rep.diagnostics if d.code in ("time-limit", "not-smaller"))]:
+            if note:
+                receipt += "; " + note
         receipt += "]"
         return receipt + "\n\n" + body
 
