@@ -356,10 +356,8 @@ class _Output:
         return self.fh
 
     @staticmethod
-    def _spool():
-        import tempfile
-
-        return tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
+    def _spool() -> "_Held":
+        return _Held()
 
     def _error(self, exc: OSError):
         from . import InputError
@@ -373,7 +371,7 @@ class _Output:
         if self.unchanged:
             return True
         self.fh.flush()
-        written = self.fh.buffer.tell() if hasattr(self.fh, "buffer") else self.fh.tell()
+        written = self.fh.buffer.tell()
         size = self.source.stat().st_size
         if written > size:
             self.kept = (f"the compacted output ({written} bytes) would be larger than the input ({size} bytes): "
@@ -383,18 +381,15 @@ class _Output:
 
     def _copy_to(self, dest, keep: bool) -> None:
         """The held output (or the input, ``keep``) into the text stream ``dest``."""
-        import shutil
-
         dest.flush()
         target = getattr(dest, "buffer", dest)
         if keep:
             with open(self.source, "rb") as src:
-                shutil.copyfileobj(src, target, 1 << 20)
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    target.write(block)
         else:
             self.fh.flush()
-            raw = self.fh.buffer
-            raw.seek(0)
-            shutil.copyfileobj(raw, target, 1 << 20)
+            self.fh.buffer.copy_to(target)
         target.flush()
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -447,6 +442,66 @@ class _Output:
                 except OSError:
                     pass
         return False
+
+
+class _HeldBytes:
+    """The bytes of a held output: in memory up to 8 MiB, then in a temporary file (imported only
+    then: a short run does not pay for it)."""
+
+    LIMIT = 8 << 20
+
+    def __init__(self) -> None:
+        self._mem = io.BytesIO()
+        self._file: Any = None
+
+    def write(self, data: bytes) -> int:
+        if self._file is None:
+            self._mem.write(data)
+            if self._mem.tell() > self.LIMIT:
+                import tempfile
+
+                self._file = tempfile.TemporaryFile()
+                self._file.write(self._mem.getbuffer())
+                self._mem = io.BytesIO()
+        else:
+            self._file.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def tell(self) -> int:
+        return self._mem.tell() if self._file is None else self._file.tell()
+
+    def copy_to(self, target) -> None:
+        if self._file is None:
+            target.write(self._mem.getbuffer())
+            return
+        self._file.seek(0)
+        for block in iter(lambda: self._file.read(1 << 20), b""):
+            target.write(block)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+class _Held:
+    """A text stream whose UTF-8 bytes are held (:class:`_HeldBytes`, its ``buffer``) until the
+    command is done with it."""
+
+    def __init__(self) -> None:
+        self.buffer = _HeldBytes()
+
+    def write(self, text: str) -> int:
+        self.buffer.write(text.encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.buffer.close()
 
 
 def _stream_compact(comp, args, stream_compact) -> bool:
