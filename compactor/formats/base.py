@@ -395,6 +395,9 @@ def write_json(obj: Any, write: Callable[[str], Any], piece_size: int = 1 << 16,
     (style or DEFAULT_JSON).dump(obj, write, piece_size)
 
 
+_TEXT_PIECE = 1 << 20
+
+
 class Format:
     """Base class of the layout readers/writers. Subclasses register in ``formats.REGISTRY``."""
 
@@ -449,8 +452,11 @@ class Format:
             self.style(style).dump(obj, write)
         elif self.container == "jsonl":
             self.style(style).dump_lines(obj, write)
-        else:
+        elif len(obj) <= _TEXT_PIECE:
             write(obj)
+        else:  # in pieces: a text stream encodes what it is given whole (a 30 MB log: 30 MB more)
+            for i in range(0, len(obj), _TEXT_PIECE):
+                write(obj[i:i + _TEXT_PIECE])
 
     def make_message(self, role: str, text: str) -> Any:
         """A new message/record in this layout (used to insert the anchor summary)."""
