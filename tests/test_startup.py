@@ -149,4 +149,4 @@ def test_the_version_module_is_the_installed_version():
 
     import compactor
 
-    assert compactor.__version__ == importlib.metadata.version("compactor")
+    assert compactor.__version__ == importlib.metadata.version("context-compactor")

@@ -618,25 +618,65 @@ def merge_settings(settings: dict[str, Any], exe: str) -> tuple[dict[str, Any], 
     return out, changed
 
 
+def remove_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Take compactor's hooks out of a parsed settings.json: each hook entry that runs
+    ``compactor hook claude-code EVENT``, then the groups, event lists and ``hooks`` object that
+    this left empty. Everything else stays as it is."""
+    out = json.loads(json.dumps(settings))
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out, False
+    changed = False
+    for event in list(hooks):
+        groups = hooks[event]
+        if event not in EVENTS.values() or not isinstance(groups, list):
+            continue
+        kept_groups, ev_changed = [], False
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in group["hooks"]
+                    if not (isinstance(h, dict) and isinstance(h.get("command"), str) and _OURS.search(h["command"]))]
+            if len(kept) == len(group["hooks"]):
+                kept_groups.append(group)
+                continue
+            changed = ev_changed = True
+            if kept:
+                kept_groups.append({**group, "hooks": kept})
+        if ev_changed:
+            if kept_groups:
+                hooks[event] = kept_groups
+            else:  # emptied by this removal (a list that was empty before is left alone)
+                del hooks[event]
+    if changed and not hooks:
+        del out["hooks"]
+    return out, changed
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    from .mcp_install import read_json_config
+
+    return read_json_config(path)
+
+
 def install(scope: str = "user", project_dir: str | None = None, exe: str | None = None) -> tuple[Path, bool]:
     """Merge compactor's hooks into the settings file of ``scope``; returns (path, changed)."""
-    from ..errors import InputError
-
     path = settings_path(scope, project_dir)
-    settings: dict[str, Any] = {}
-    if path.exists():
-        raw = path.read_text(encoding="utf-8")
-        if raw.strip():
-            try:
-                settings = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg}); fix it before installing", source=str(path),
-                                 position=f"line {exc.lineno} column {exc.colno}") from None
-            if not isinstance(settings, dict):
-                raise InputError("settings file is not a JSON object", source=str(path))
-    merged, changed = merge_settings(settings, exe or _compactor_exe())
+    merged, changed = merge_settings(_read_settings(path), exe or _compactor_exe())
     if changed:
         _atomic_write(path, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    return path, changed
+
+
+def uninstall(scope: str = "user", project_dir: str | None = None) -> tuple[Path, bool]:
+    """Remove what :func:`install` added to the settings file of ``scope``; returns (path, changed)."""
+    path = settings_path(scope, project_dir)
+    if not path.exists():
+        return path, False
+    kept, changed = remove_settings(_read_settings(path))
+    if changed:
+        _atomic_write(path, json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
     return path, changed
 
 

@@ -15,6 +15,7 @@ EVENTS = ("pre-tool-use", "post-tool-use", "pre-compact", "session-start")
 
 USAGE = """usage: compactor hook claude-code EVENT            (reads the hook payload on stdin)
        compactor hook claude-code install [--user | --project] [--project-dir DIR]
+       compactor hook claude-code uninstall [--user | --project] [--project-dir DIR]
        compactor hook claude-code settings            (print the settings.json snippet)
        compactor hook claude-code output BASE EXIT    (used by the pre-tool-use wrapper: print a
                                                        captured Bash output, compacted when long)
@@ -24,6 +25,26 @@ USAGE = """usage: compactor hook claude-code EVENT            (reads the hook pa
 EVENT is one of: pre-tool-use, post-tool-use, pre-compact, session-start.
 Hooks fail open: on any error the tool output is left untouched, the reason goes to stderr, exit 0.
 """
+
+INSTALL_USAGE = """usage: compactor hook claude-code {action} [--user | --project] [--project-dir DIR]
+
+{what}
+
+options:
+  --user             the user's settings: $CLAUDE_CONFIG_DIR/settings.json or ~/.claude/settings.json (default)
+  --project          the project's settings: .claude/settings.json of the current directory
+  --project-dir DIR  the project's settings in DIR/.claude/settings.json
+  -h, --help         show this help and exit
+"""
+
+_INSTALL_WHAT = {
+    "install": ("Merge compactor's four hooks (PreToolUse and PostToolUse on Bash, PreCompact, SessionStart on\n"
+                "compact) into a Claude Code settings file, with the absolute path of this compactor. Other hooks\n"
+                "and settings are kept; running it again changes nothing; an older compactor entry is updated."),
+    "uninstall": ("Remove compactor's hooks from a Claude Code settings file: the hook entries that run\n"
+                  "'compactor hook claude-code EVENT', and the groups and event lists that leaves empty.\n"
+                  "Everything else in the file stays."),
+}
 
 
 def _usage_error(msg: str) -> int:
@@ -72,12 +93,15 @@ def hook_main(argv: list[str]) -> int:
     if action == "settings":
         sys.stdout.write(json.dumps(claude_code.settings_snippet(claude_code._compactor_exe()), indent=2) + "\n")
         return 0
-    if action == "install":
+    if action in ("install", "uninstall"):
         scope = "user"
         project_dir = None
         i = 0
         while i < len(opts):
             o = opts[i]
+            if o in ("-h", "--help"):
+                sys.stdout.write(INSTALL_USAGE.format(action=action, what=_INSTALL_WHAT[action]))
+                return 0
             if o in ("--user", "--project"):
                 scope = o[2:]
             elif o == "--project-dir" and i + 1 < len(opts):
@@ -85,18 +109,26 @@ def hook_main(argv: list[str]) -> int:
                 scope = "project"
                 i += 1
             else:
-                return _usage_error(f"unknown option {o!r} for install")
+                sys.stderr.write(f"compactor hook: unknown option {o!r} for {action} "
+                                 f"(see 'compactor hook claude-code {action} --help')\n")
+                return 2
             i += 1
         from ..errors import CompactorError
 
         try:
-            path, changed = claude_code.install(scope, project_dir)
+            if action == "install":
+                path, changed = claude_code.install(scope, project_dir)
+            else:
+                path, changed = claude_code.uninstall(scope, project_dir)
         except CompactorError as exc:
             sys.stderr.write(f"compactor: {exc.one_line()}\n")
             return exc.exit_code
         except OSError as exc:
             sys.stderr.write(f"compactor: {getattr(exc, 'filename', '') or ''}: cannot write settings: {exc.strerror}\n")
             return 1
-        sys.stdout.write(f"{'installed compactor hooks in' if changed else 'compactor hooks already installed in'} {path}\n")
+        if action == "install":
+            sys.stdout.write(f"{'installed compactor hooks in' if changed else 'compactor hooks already installed in'} {path}\n")
+        else:
+            sys.stdout.write(f"{'removed compactor hooks from' if changed else 'no compactor hooks in'} {path}\n")
         return 0
-    return _usage_error(f"unknown action {action!r}; expected one of: {', '.join(claude_code.EVENTS)}, install, settings")
+    return _usage_error(f"unknown action {action!r}; expected one of: {', '.join(claude_code.EVENTS)}, install, uninstall, settings")

@@ -16,7 +16,7 @@
   the budget is exceeded again, so the sent prefix stays the same (prompt caches stay valid).
 
 Messages are handed to compactor in the OpenAI chat layout (``convert_to_openai_messages``) and
-read back with ``convert_to_messages``. Install with ``pip install 'compactor[langchain]'``.
+read back with ``convert_to_messages``. Install with ``pip install 'context-compactor[langchain]'``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ try:
     from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
     from langchain_core.messages.utils import convert_to_messages, convert_to_openai_messages
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LangChain integration needs langchain 1.x: pip install 'compactor[langchain]'") from exc
+    raise ImportError("the LangChain integration needs langchain 1.x: pip install 'context-compactor[langchain]'") from exc
 
 __all__ = ["AnchorSummarizer", "CompactorMiddleware", "Level1Edit", "to_openai", "from_openai"]
 

@@ -16,7 +16,7 @@
 
 Responses API items are handed to compactor as OpenAI chat messages; items compactor does not
 read (reasoning, hosted tool calls, ...) travel with the message that follows them and are
-never altered. Install with ``pip install 'compactor[openai-agents]'``.
+never altered. Install with ``pip install 'context-compactor[openai-agents]'``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ try:
     from agents.memory.session import SessionABC
     from agents.run_config import CallModelData, ModelInputData
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the OpenAI Agents integration needs openai-agents: pip install 'compactor[openai-agents]'") from exc
+    raise ImportError("the OpenAI Agents integration needs openai-agents: pip install 'context-compactor[openai-agents]'") from exc
 
 __all__ = ["CompactorInputFilter", "CompactorSession", "compact_items", "items_to_chat"]
 

@@ -13,7 +13,7 @@ message dicts into structs and fills missing keys with nulls, which changes the 
 Work runs in a callable class through ``map_batches``: each actor loads the rule catalog once.
 The output keeps the input's row order (``preserve_order`` is set on the dataset's execution
 context), every other input column is passed through, and the payload column is dropped unless
-``keep_payload`` is set. Ray is imported only here; install it with ``pip install 'compactor[ray]'``.
+``keep_payload`` is set. Ray is imported only here; install it with ``pip install 'context-compactor[ray]'``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _ray():
         import ray
         import ray.data  # noqa: F401
     except ImportError:
-        raise ConfigError("the ray engine needs Ray Data: pip install 'compactor[ray]'") from None
+        raise ConfigError("the ray engine needs Ray Data: pip install 'context-compactor[ray]'") from None
     return ray
 
 

@@ -5,7 +5,7 @@
 - :class:`AnthropicProvider` speaks the Messages API through the ``anthropic`` SDK;
 - :class:`CallableProvider` wraps a plain function (tests, custom clients).
 
-The SDKs are imported only when such a provider is constructed (``pip install compactor[llm]``).
+The SDKs are imported only when such a provider is constructed (``pip install context-compactor[llm]``).
 Keys come from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` (or an explicit ``api_key``) and are
 never printed, logged, or put in diagnostics or exceptions: error messages are built from the
 error class, the HTTP status and the attempt count only, never from the SDK's own message (which
@@ -165,7 +165,7 @@ def _import_sdk(module: str, extra: str = "llm"):
     try:
         return __import__(module)
     except ImportError:
-        raise LLMError(f"the '{module}' package is not installed: pip install 'compactor[{extra}]'") from None
+        raise LLMError(f"the '{module}' package is not installed: pip install 'context-compactor[{extra}]'") from None
 
 
 def _key_from_env(var: str, explicit: str | None) -> str | None:
