@@ -60,6 +60,13 @@ class JsonStyle(Record, plain=True, frozen=True):
         buf: list[str] = []
         size = 0
         for piece in self._encoder().iterencode(obj):
+            if len(piece) >= piece_size:  # one long string (a 30 MB log): not joined again, written in slices
+                if buf:
+                    write(self._lines("".join(buf)))
+                    buf, size = [], 0
+                for i in range(0, len(piece), piece_size):
+                    write(self._lines(piece[i:i + piece_size]))
+                continue
             buf.append(piece)
             size += len(piece)
             if size >= piece_size:
