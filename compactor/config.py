@@ -41,7 +41,7 @@ class CompactorConfig(Record, validate=True):
     store: str | None = Field(default=None, description="None = in-memory; a directory or a .sqlite file")
     redact: bool = Field(default=False, description="redact secrets in the output with typed placeholders")
     handoff_after: int = Field(default=2, ge=1, description="recommend a new session after this many Level 3 compactions")
-    anchor_max_tokens: int = Field(default=2000, ge=0, description="size bound of the anchor's written form (0: none); filled by priority, the rest counted as overflow")
+    anchor_max_tokens: int = Field(default=1500, ge=0, description="size bound of the anchor's written form (0: none); filled by priority, the rest counted as overflow")
     llm: str | None = Field(default=None, description="polish the anchor with an LLM (openai:MODEL or anthropic:MODEL)")
     llm_base_url: str | None = Field(default=None, description="the LLM provider's API base URL")
     llm_timeout: float = Field(default=60.0, description="seconds per LLM request")

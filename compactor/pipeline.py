@@ -51,10 +51,18 @@ def collapse_boundary(results: int, keep_recent: int, batch: int = 1) -> int:
     The last ``keep_recent`` results always stay raw. With ``batch`` > 1 the boundary only moves
     in steps of ``batch`` results, so an agent compacting every turn sees older outputs collapse
     a batch at a time (its previous output stays a byte prefix of the next one in between) instead
-    of one per turn. A pure function of the count: a one-shot compaction and a session agree."""
-    if not keep_recent or results <= 1:
+    of one per turn. A pure function of the count: a one-shot compaction and a session agree, and
+    whatever the count, the newest ``keep_recent`` are never before the boundary (a lone output is
+    not collapsed to come back raw once a second one arrives)."""
+    if not keep_recent:
         return results
     return (max(0, results - keep_recent) // max(1, batch)) * max(1, batch)
+
+
+def recent_kept(config: CompactorConfig, doc_format: str) -> int:
+    """How many of the newest tool outputs stay raw: ``config.keep_recent`` in a conversation;
+    none in a plain-text document (a log), which is one output with no newer one to keep it for."""
+    return 0 if doc_format == "text" else config.keep_recent
 
 
 class Plan(Record, plain=True, frozen=True):
@@ -526,7 +534,7 @@ class Compactor:
         results = idx.results
         boundary = state.boundary
         if boundary is None:
-            boundary = collapse_boundary(len(results), cfg.keep_recent, cfg.collapse_batch)
+            boundary = collapse_boundary(len(results), recent_kept(cfg, state.doc.format), cfg.collapse_batch)
         state.boundary = boundary
         apply = cfg.level == "auto" or (isinstance(cfg.level, int) and cfg.level >= 1)
         memo = self._collapsed

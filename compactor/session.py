@@ -38,7 +38,7 @@ from .errors import BudgetError
 from .formats import Document, Edits, load_document
 from .formats.base import put_text
 from .models import CompactionResult
-from .pipeline import Compactor, Conversation, Plan, collapse_boundary
+from .pipeline import Compactor, Conversation, Plan, collapse_boundary, recent_kept
 from .segments import segment_index
 
 __all__ = ["SESSION_COLLAPSE_BATCH", "Session"]
@@ -149,7 +149,7 @@ class Session:
             state = comp.run_state(None, self.conversation, doc=doc, writer=writer, boundary=plan.boundary,
                                    plan=plan, **overrides)
         else:  # first call: Level 1 may be enough
-            boundary = collapse_boundary(results, config.keep_recent, config.collapse_batch)
+            boundary = collapse_boundary(results, recent_kept(config, doc.format), config.collapse_batch)
             state = comp.run_state(None, self.conversation, doc=doc, writer=writer, boundary=boundary,
                                    **{**overrides, "budget": None})
             if state.result.report.tokens_after <= budget:
@@ -157,7 +157,7 @@ class Session:
         if state.result.report.tokens_after > budget:
             # over: compact well under the budget (low-water mark), so the next turns can append;
             # when the protected evidence does not fit that low, take the lowest mark that fits
-            boundary = collapse_boundary(results, config.keep_recent, config.collapse_batch)
+            boundary = collapse_boundary(results, recent_kept(config, doc.format), config.collapse_batch)
             marks = sorted({max(1, int(budget * f)) for f in (config.low_water, (config.low_water + 1) / 2, 0.9)
                             if f < 1} | {budget})
             for target in marks:

@@ -43,7 +43,32 @@ def test_the_check_is_idempotent_on_the_corpus(corpus):
         assert filled == [] and b == a, (rel, filled)
 
 
+MESSAGES = [
+    {"role": "user", "content": "Fix the failing export. Don't change the public API."},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {
+        "name": "bash", "arguments": '{"command": "python -m pytest -q"}'}}]},
+    {"role": "tool", "tool_call_id": "a", "content": "E   KeyError: 'rows'\n1 failed, 3 passed in 0.2s"},
+]
+
+
 def test_the_pipeline_reports_what_was_back_filled():
-    r = compact([{"role": "user", "content": "Fix the failing export."}])
-    assert r.report.self_check is not None
-    assert all(x.startswith("continuation:") or ":" in x for x in r.report.self_check.backfilled)
+    from compactor import Compactor
+
+    plain = compact(MESSAGES)
+    assert plain.report.self_check is not None and plain.report.self_check.backfilled == []
+
+    # a stage before the self-check (the optional refine stage, replaced by name) leaves an anchor
+    # that answers none of the questions: the self-check fills it from the trajectory and says so
+    comp = Compactor()
+
+    def lose_the_anchor(state):
+        state.anchor = Anchor()
+
+    comp.stages["refine"] = lose_the_anchor
+    r = comp.compact(MESSAGES)
+    filled = r.report.self_check.backfilled
+    assert filled and all(x.startswith("continuation:") for x in filled), filled
+    kinds = {x.split(":")[1] for x in filled}
+    assert {"task", "constraints"} <= kinds, filled
+    assert r.anchor.intent.current.startswith("Fix the failing export")
+    assert [c.text for c in r.anchor.user_constraints] == ["Don't change the public API."]

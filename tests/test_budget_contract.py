@@ -155,9 +155,20 @@ def test_below_the_floor_names_it_and_the_floor_fits(tmp_path):
         comp.compact(msgs, budget=floor - 1)
 
 
+def _floor_of(comp, msgs) -> int:
+    with pytest.raises(BudgetError) as exc:
+        comp.compact(msgs, budget=10)
+    assert exc.value.floor is not None
+    return exc.value.floor
+
+
+def _summary(result) -> str:
+    return next(m["content"] for m in result.messages if str(m.get("content", "")).startswith("[compactor L3"))
+
+
 def test_ladder_priorities_and_resolved_errors(tmp_path):
     comp = Compactor(store=str(tmp_path / "s"))
-    msgs = session(20, [3, 9, 15], 19)
+    msgs = session(20, [3, 9, 15], None)  # the same failure three times, never fixed: the last one is live
     floor = None
     try:
         comp.compact(msgs, budget=10)
@@ -171,10 +182,21 @@ def test_ladder_priorities_and_resolved_errors(tmp_path):
     # the repeated older failure is kept once, with its count and steps
     big = comp.compact(msgs, budget=floor + 400)
     s2 = next(m["content"] for m in big.messages if str(m.get("content", "")).startswith("[compactor L3"))
-    assert "(×2: " in s2 or "resolved at" in s2
+    assert "(×2: s6, s12)" in s2, s2
     cut = [(c.priority, c.what) for c in res.report.cut]
     assert cut and min(p for p, _ in cut) >= 2
     assert any(d.code == "budget-cut" for d in res.report.diagnostics)
+
+
+@pytest.mark.xfail(strict=True, reason="the Level 3 ladder takes the last failing output as the live error even "
+                   "when the same command passed later (budget/ladder.py: live = failing[-1]); the anchor marks it "
+                   "resolved (tests/test_anchor_resolved.py)")
+def test_a_failure_the_same_command_later_passes_is_not_the_live_error(tmp_path):
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = session(20, [3, 9, 15], 19)  # 'pytest tests/test_pool.py -x' fails three times, then passes
+    s2 = _summary(comp.compact(msgs, budget=_floor_of(comp, msgs) + 400))
+    assert "ConnectionPoolExhausted" in s2  # the history is kept...
+    assert "## Live error" not in s2  # ...but it is not the live failure
 
 
 def test_written_budget_is_deterministic(tmp_path):

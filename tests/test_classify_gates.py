@@ -19,6 +19,7 @@ from compactor.engine.branches import gate_of, may_match, required_cached
 from compactor.engine.classify import COMMAND_CHARS, HEAD_LINES, TAIL_LINES, _window
 from compactor.engine.matchers import _flags
 from compactor.models import SegmentKind
+from conftest import corpus_files
 
 RULES = load_rules().stage("classify")
 
@@ -55,7 +56,7 @@ def _corpus_outputs(corpus) -> list[tuple[str, str | None, int | None]]:
     from compactor.formats import load_document
 
     out = []
-    for path in sorted(corpus.rglob("*")):
+    for path in corpus_files(corpus):
         if not path.is_file() or path.stat().st_size > 4_000_000 or path.name in ("README.md", "score.py"):
             continue
         if path.suffix in (".json", ".jsonl", ".md") and "anchor-gold" not in path.parts:

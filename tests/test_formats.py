@@ -73,6 +73,14 @@ FIXTURE_TABLE: dict[str, tuple[str, int, int]] = {
     "config-fix.codex-tui.jsonl": ("codex-tui", 8, 8),
     "invoice.aider.chat.history.md": ("aider", 0, 7),
     "pytest-run.log": ("text", 0, 1),
+    "round-cents.atif.json": ("atif", 3, 3),
+    "slug-accents.gemini-contents.json": ("gemini-contents", 4, 4),
+    "stats-median.debug-gym.json": ("debug-gym", 3, 4),  # step 0's evaluation answers no call
+    "invoice.openhands-output.jsonl": ("openhands-output", 3, 3),  # the finish actions carry no call text
+    "iso-week.cline.api_conversation_history.json": ("cline", 5, 4),  # attempt_completion's reply is feedback
+    "cart-cents.roo-code.api_conversation_history.json": ("cline", 4, 4),
+    "iso-week.cline.ui_messages.json": ("cline-ui", 4, 2),  # file tools show no result in the UI
+    "nginx-502.conversation.json": ("conversation", 2, 2),
 }
 
 
@@ -161,8 +169,10 @@ def corpus_file(rel: str) -> Path:
 
 def test_registry_order_and_metadata() -> None:
     names = [f.name for f in REGISTRY]
-    assert names == ["steps", "swe-agent", "openhands", "openai-chat", "anthropic", "claude-code",
-                     "claude-code-md", "gemini-cli", "codex", "codex-tui", "aider", "agent-log", "text"]
+    assert names == ["steps", "swe-agent", "openhands", "openhands-output", "cline", "cline-ui", "openai-chat",
+                     "anthropic", "claude-sdk-stream", "claude-code", "claude-code-chat-json", "pi-session",
+                     "claude-code-md", "gemini-cli", "gemini-contents", "atif", "debug-gym", "codex", "codex-tui",
+                     "aider", "agent-log", "conversation", "text"]
     for f in REGISTRY:
         assert f.title and f.detection and f.container in ("json", "jsonl", "text")
 
@@ -178,8 +188,8 @@ def test_every_corpus_file_is_in_the_table() -> None:
             rel = f"{d}/{f.name}"
             _, fmt, _ = load(f)
             assert fmt.name == layout, rel
-            if rel in CORPUS_TABLE:
-                assert CORPUS_TABLE[rel][0] == layout
+            assert rel in CORPUS_TABLE, f"{rel}: add its layout and call/result counts to CORPUS_TABLE"
+            assert CORPUS_TABLE[rel][0] == layout
 
 
 @pytest.mark.corpus

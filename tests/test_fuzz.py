@@ -128,11 +128,32 @@ def test_fatal_corpus_regressions():
     files = sorted((ROOT / "fixtures" / "fatal").glob("*"))
     files = [f for f in files if f.name != "README.md"]
     assert files, "fixtures/fatal is empty"
+    import hashlib
+
+    # what each must end in: these three are refused with one line naming the file and the place
+    refused = {"deep-nesting.json", "nul-in-log.txt", "truncated.jsonl"}
+    assert refused <= {f.name for f in files}
     for f in files:
+        data = f.read_bytes()
         try:
-            res = COMP.compact(load_document(f.read_bytes(), source=f.name))
+            res = COMP.compact(load_document(data, source=f.name))
         except CompactorError as exc:
-            assert "\n" not in str(exc)
+            assert f.name in refused, (f.name, str(exc))
+            assert "\n" not in str(exc) and str(exc).startswith(f.name), str(exc)
             continue
-        json.dumps(res.to_json_dict(), ensure_ascii=False).encode("utf-8")
-        assert PLACEHOLDER_RE is not None
+        assert f.name not in refused, f"{f.name} was read: it must be refused"
+        out = json.dumps(res.to_json_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8")
+        assert res.report.tokens_after <= res.report.tokens_before, f.name
+        # every reference in the output is one of the report's placeholders, and each expands to
+        # the exact original text, which is in the input
+        shown = set(PLACEHOLDER_RE.findall(json.dumps(res.messages, ensure_ascii=False)))
+        ids = {ph.id for ph in res.report.placeholders}
+        assert shown <= ids, f.name
+        text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+        for ph in res.report.placeholders:
+            original = COMP.expand(ph.id)
+            assert hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest() == ph.sha256
+            assert original.replace("\r\n", "\n") in text or original in text, f.name
+        # deterministic: a second compaction of the same bytes writes the same result
+        again = COMP.compact(load_document(data, source=f.name))
+        assert json.dumps(again.to_json_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") == out, f.name

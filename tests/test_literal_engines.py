@@ -16,6 +16,7 @@ from compactor.detect import Detector
 from compactor.engine import load_rules
 from compactor.engine.literals import LINE_CAP, LiteralScanner, available_engines, literal_key, wide_key
 from compactor.engine.matchers import TextView, find_all, literal_scanner
+from conftest import corpus_files
 
 DET = Detector(load_rules())
 RULES = DET.rules
@@ -288,7 +289,7 @@ def test_whole_text_gates_on_every_corpus_file(corpus):
     from compactor.normalize import normalize
 
     n = gated = 0
-    for p in sorted(q for q in corpus.rglob("*") if q.is_file()):
+    for p in corpus_files(corpus):
         text = normalize(p.read_text(encoding="utf-8", errors="replace"))
         for cr in GATED_WHOLE:
             ref = _rule_spans(text, "ahocorasick" if "ahocorasick" in ENGINES else "python", cr)
@@ -561,7 +562,7 @@ def test_every_corpus_file_gives_the_same_spans_on_every_engine(corpus):
     from compactor.normalize import normalize
 
     n = 0
-    for p in sorted(q for q in corpus.rglob("*") if q.is_file()):
+    for p in corpus_files(corpus):
         text = normalize(p.read_text(encoding="utf-8", errors="replace"))
         ref = _spans(text, "python")
         for eng in ENGINES[:-1]:

@@ -19,6 +19,7 @@ from compactor.engine import load_rules
 from compactor.engine.branches import required, split_any
 from compactor.engine.matchers import SPLIT_MIN, RegexRule, TextView, _search_line, compile_rule, find_all
 from compactor.normalize import normalize
+from conftest import corpus_files
 
 RULES = [cr for cr in (compile_rule(r) for r in load_rules().stage("protect")) if isinstance(cr, RegexRule)]
 SPLIT = [cr for cr in RULES if cr.spec.scope == "line" and cr.branches is not None]
@@ -78,7 +79,7 @@ def test_examples_match_the_same_lines(cr):
 
 
 def test_corpus_lines_match_the_same(corpus):
-    files = sorted(p for p in corpus.rglob("*") if p.is_file())
+    files = corpus_files(corpus)
     assert files
     for f in files:
         view = TextView(normalize(f.read_text(encoding="utf-8", errors="replace")))
@@ -159,7 +160,7 @@ def test_gate_holds_on_examples(cr):
 
 def test_gate_holds_on_the_corpus(corpus):
     lines = []
-    for f in sorted(p for p in corpus.rglob("*") if p.is_file()):
+    for f in corpus_files(corpus):
         view = TextView(normalize(f.read_text(encoding="utf-8", errors="replace")))
         lines.extend(view.body(i) for i in range(len(view.lines)))
     for cr in GATED:

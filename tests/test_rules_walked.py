@@ -8,6 +8,7 @@ import regex
 from hypothesis import given, settings, strategies as st
 
 from compactor.engine import load_rules
+from conftest import corpus_files
 
 RULE = load_rules().by_id["number.tool-parameter"]
 WALKED = regex.compile(RULE.regex_.pattern)
@@ -46,7 +47,7 @@ def test_walked_form_matches_the_plain_form(pieces):
 
 def test_walked_form_on_every_corpus_line(corpus):
     n = 0
-    for p in sorted(q for q in corpus.rglob("*") if q.is_file()):
+    for p in corpus_files(corpus):
         for line in set(p.read_text(encoding="utf-8", errors="replace").split("\n")):
             if len(line) <= 20_000:
                 got = bool(WALKED.search(line))

@@ -200,7 +200,8 @@ def test_batching_keeps_the_previous_output_a_prefix(django):
 
 def test_collapse_boundary():
     assert collapse_boundary(0, 3) == 0
-    assert collapse_boundary(1, 3) == 1  # a single output is never "recent"
+    assert collapse_boundary(1, 3) == 0  # a lone output is the newest one: it stays raw (issue 35)
+    assert collapse_boundary(1, 0) == 1
     assert collapse_boundary(5, 3) == 2
     assert collapse_boundary(5, 0) == 5
     assert [collapse_boundary(n, 3, 4) for n in range(2, 13)] == [0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8]

@@ -18,6 +18,7 @@ import regex
 from hypothesis import given, strategies as st
 
 from compactor.anchor import files as F
+from conftest import corpus_files
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -76,7 +77,7 @@ def _corpus_commands() -> list[str]:
     import json
 
     out = []
-    for p in sorted(CORPUS.rglob("*.json")) + sorted(CORPUS.rglob("*.jsonl")):
+    for p in corpus_files(CORPUS, "*.json") + corpus_files(CORPUS, "*.jsonl"):
         for line in (p.read_text(encoding="utf-8", errors="replace").splitlines() if p.suffix == ".jsonl"
                      else [p.read_text(encoding="utf-8", errors="replace")]):
             try:

@@ -217,11 +217,31 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def status_named(first_line: str) -> str | None:
-    """The status word the anchor's first line names (underscore, hyphen or space), if exactly one."""
-    line = " " + re.sub(r"[_\-]", " ", normalise(first_line)) + " "
-    found = [s for s in STATUSES if re.search(r"(?<![a-z])" + s.replace("_", " ") + r"(?![a-z])", line)]
+# how an anchor may spell each status in prose, besides the word itself
+_STATUS_PHRASES = {
+    "stopped_limit": r"stopped by (?:a |the )?(?:[a-z]+ )?(?:or [a-z]+ )?limit",
+    "stopped_error": r"stopped by (?:an? |the )?(?:[a-z]+ )?(?:or [a-z]+ )?error",
+    "waiting_user": r"waiting (?:for|on) (?:the )?user",
+}
+
+
+def status_named(line: str) -> str | None:
+    """The status the anchor's status line names (the word with underscore, hyphen or space, or
+    its prose form such as 'Stopped by a step or cost limit'), if exactly one."""
+    line = " " + re.sub(r"[_\-]", " ", normalise(line)) + " "
+    found = []
+    for s in STATUSES:
+        pats = [r"(?<![a-z])" + s.replace("_", " ") + r"(?![a-z])"]
+        if s in _STATUS_PHRASES:
+            pats.append(_STATUS_PHRASES[s])
+        if any(re.search(p, line) for p in pats):
+            found.append(s)
     return found[0] if len(found) == 1 else None
+
+
+def status_line(anchor: str) -> str:
+    """The anchor's status line: its first non-empty line that is not a Markdown heading."""
+    return next((ln for ln in anchor.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
 
 
 SECTIONS = ("status", "live failure", "changes", "failed approaches", "constraints", "decisions",
@@ -275,8 +295,7 @@ def recall_one(g: dict, anchor: str) -> dict:
     bad = [s for s in g["must_not_include"] if normalise(s) in text]
     cons = g["constraints"]
     cons_hit = [s for s in cons if normalise(s) in text]
-    first = next((ln for ln in anchor.splitlines() if ln.strip()), "")
-    named = status_named(first)
+    named = status_named(status_line(anchor))
     return {"must": len(must), "must_hit": len(hit), "missing": [s for s in must if s not in hit],
             "violations": bad, "constraints": len(cons), "constraints_hit": len(cons_hit),
             "status": g["status"], "status_named": named, "status_ok": named == g["status"],

@@ -1,10 +1,11 @@
-"""The anchor's default size bound: at most ``max_tokens`` (2,000 by default) in its written form.
+"""The anchor's default size bound: at most ``max_tokens`` (1,500 by default) in its written form.
 
-The anchor is filled by priority, never cut in the middle of an item:
-
-1. live key evidence (the error that is still there), 2. user constraints, 3. failed attempts
-(unresolved first), 4. decisions, 5. changes, 6. intent, 7. next steps and open questions, then
-the rest (excluded approaches, facts, resolved evidence, the files trail, finished requests).
+The anchor is filled by priority (:data:`compactor.anchor.sections.PRIORITY`), never cut in the
+middle of an item. The status line and the live failure head the rendering and are always kept;
+then 1. the evidence of the live failure, 2. constraints (the user's and the harness's binding
+rules), 3. changes, 4. failed attempts (unresolved first), 5. next steps, then the rest
+(decisions, intent, open questions, excluded approaches, facts, resolved or stale evidence, the
+files trail).
 
 Within a section the newest items come first (user constraints keep their order: they all
 bind). What does not fit is counted per section in ``Anchor.overflow`` with the items' ids and
@@ -24,12 +25,18 @@ from collections.abc import Callable
 from ..models import Anchor, Intent, Overflow
 from .ledger import FactLedger
 from .render import RenderMemo, render_lines, to_markdown
+from .sections import PRIORITY as SECTION_PRIORITY
 
 __all__ = ["DEFAULT_MAX_TOKENS", "PRIORITY", "bound_anchor"]
 
-DEFAULT_MAX_TOKENS = 2000
-PRIORITY = ("live_evidence", "user_constraints", "failed_attempts", "decisions_made", "changes_made", "intent",
-            "next_steps", "open_questions", "dead_ends", "facts_learned", "resolved_evidence", "files_touched")
+DEFAULT_MAX_TOKENS = 1500
+_ROW_COUNTS = 8192  # rows whose token count a conversation's memo keeps
+# the sections' order (sections.PRIORITY) as the groups this module fills
+_GROUPS = {"live_failure": "live_evidence", "constraints": "user_constraints", "changes": "changes_made",
+           "failed_approaches": "failed_attempts", "next_step": "next_steps", "decisions": "decisions_made",
+           "intent": "intent", "open_questions": "open_questions", "excluded_approaches": "dead_ends",
+           "facts": "facts_learned", "resolved_evidence": "resolved_evidence", "files": "files_touched"}
+PRIORITY = tuple(_GROUPS[name] for name in SECTION_PRIORITY if name in _GROUPS)
 _LISTS = ("key_evidence", "user_constraints", "failed_attempts", "decisions_made", "changes_made", "next_steps",
           "open_questions", "dead_ends", "facts_learned", "files_touched")
 
@@ -106,11 +113,23 @@ def bound_anchor(a: Anchor, max_tokens: int | None = DEFAULT_MAX_TOKENS, count: 
         facts.check_overflowing(n)
     if n <= max_tokens:
         return a if not a.overflow else a.model_copy(update={"overflow": []})
-    rows = render_lines(a, lang)
+    rows = render_lines(a, lang, memo)
     cost: dict[str, int] = {}
+    # a row's count is kept for the conversation (the same rows come back turn after turn)
+    counts = memo.row_counts if memo is not None and memo.row_counts[0] is count else None
+    if memo is not None and counts is None:
+        memo.row_counts = counts = (count, {})
     for _, iid, text in rows:
         if iid:
-            cost[iid] = cost.get(iid, 0) + count(text) + 1
+            if counts is not None:
+                n_row = counts[1].get(text)
+                if n_row is None:
+                    if len(counts[1]) > _ROW_COUNTS:
+                        counts[1].clear()
+                    n_row = counts[1][text] = count(text)
+            else:
+                n_row = count(text)
+            cost[iid] = cost.get(iid, 0) + n_row + 1
     del rows  # (a row per item: not held beside what follows)
     empty = _keep(a, set())
     used = count(to_markdown(empty, lang))

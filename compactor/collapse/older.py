@@ -42,7 +42,8 @@ _SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _MIN_DUP_CHARS = 120  # shorter outputs cost less than the marker
 _BODY_LINES = 6  # argument strings with at least this many lines (or _BODY_CHARS) go by reference
 _BODY_CHARS = 400
-_BODY_KEYS = ("file_text", "new_str", "old_str", "content", "new_content", "code", "text", "patch", "diff",
+_BODY_KEYS = ("file_text", "new_str", "old_str", "new_string", "old_string", "content", "new_content", "code", "text",
+              "patch", "diff",
               "insert_text", "command", "cmd", "script", "input")
 
 

@@ -17,6 +17,10 @@ parsed pattern:
   case folding and classes differ from bytes);
 - case-insensitive letters become ``[aA]``;
 - bounded repeats above ``MAX_BOUND`` become unbounded;
+- a repeat of more than one round whose body holds an alternation or a repeat becomes a run of the
+  characters the body may hold (a byte class repeated), at least as long as its shortest match:
+  no approximation nests repeats, so none can backtrack exponentially (``re``, which searches the
+  UTF-8 approximations in ``matchers``, has no time limit);
 - anything else (backreferences, conditionals, unknown constructs): no approximation, the rule
   keeps its literal prefilter alone.
 
@@ -32,6 +36,12 @@ for; a pattern made only of such alternatives gets the empty approximation (``NO
 The approximation is followed by ``[^\\n]*(?:\\n|$)``: hyperscan reports a pattern once per end
 offset, so every match on a line ends at that line's end and the line is reported once, however
 many matches it holds (the cost per line is one callback, not one per match).
+
+On UTF-8 bytes (``approximate_utf8``) a non-ASCII character is a lead byte and its continuation
+bytes, which split a run of bytes into characters one way only; repeated without bound it is a
+run of bytes >= 0x80. A group or an alternation at either end of the approximation is trimmed
+inside too (``(?i:[^\n]*?(?:error|fail))`` starts at ``error|fail``): a search does not walk
+to the line's end and back from each position.
 
 Some approximations are *broad*: with the lookarounds gone they match almost any line (a
 capitalised word, '=1', ':12'). In the scan they cost more than they save, so an approximation
@@ -78,7 +88,11 @@ PROBE = (
 BROAD_PROBES = 0
 
 _SPACE = frozenset(" \t\n\r\f\v\x1c\x1d\x1e\x1f")
-_UTF8_RUN = "[\\x80-\\xff]+"  # one non-ASCII character's UTF-8 bytes (or several characters')
+# one non-ASCII character's UTF-8 bytes: a lead byte and its continuation bytes. A run of bytes
+# splits into characters one way only, so a repeat of it cannot backtrack over the ways of
+# splitting it (``(?:[ascii]|[\x80-\xff]+)*`` tried 2^n of them on n characters, and a search of
+# a line of source code with "→" and deep indentation did not end)
+_UTF8_CHAR = "[\\xc0-\\xff][\\x80-\\xbf]{0,3}"
 # the non-ASCII characters that ``regex`` (or ``re``) matches caseless to an ASCII letter (a
 # test checks every code point): an ASCII letter of a caseless pattern may match them, which no
 # approximation of bytes shows, so a line holding one is taken as a candidate as it is
@@ -157,8 +171,8 @@ class _Emitter:
         """One character of a class that can match a non-ASCII one: an ASCII member, or (UTF-8)
         a run of non-ASCII bytes (one character or more: a superset)."""
         if ascii_class is None:
-            return "(?:" + _UTF8_RUN + ")"
-        return "(?:" + ascii_class + "|" + _UTF8_RUN + ")"
+            return "(?:" + _UTF8_CHAR + ")"
+        return "(?:" + ascii_class + "|" + _UTF8_CHAR + ")"
 
     def seq(self, items, icase: bool, dotall: bool) -> str:
         out = []
@@ -214,7 +228,15 @@ class _Emitter:
                 if lo == 0:
                     return ""  # on an ASCII line it repeats zero times
                 raise
-            if hi is C.MAXREPEAT or hi > MAX_BOUND:
+            unbounded = hi is C.MAXREPEAT or hi > MAX_BOUND
+            if (hi != 1 and not _plain(sub)) or (self.utf8 and unbounded and len(sub) == 1):
+                # a repeat (of more than one round) of alternatives or of repeats ('(?:\\w+\\s?)+',
+                # '(?:\\.\\d+){0,3}') can match one text in many ways, and a backtracking search tries every one of them
+                # (exponentially many with nested unbounded repeats); as a run of the characters
+                # it may hold, at least as long as its shortest match, it matches each text one
+                # way. So does a UTF-8 character repeated without bound: a run of its bytes.
+                return self._run(sub, lo, icase, dotall)
+            if unbounded:
                 lo = min(lo, MAX_BOUND)
                 q = "*" if lo == 0 else "+" if lo == 1 else "{%d,}" % lo
             elif (lo, hi) == (0, 1):
@@ -248,6 +270,76 @@ class _Emitter:
                 self.seq(av[1], icase, dotall)  # only to learn whether it can look at a newline
             return ""  # dropped (a positive one's text may be chosen instead: _sequence)
         raise _Unsupported(str(op))
+
+    def _run(self, sub, lo: int, icase: bool, dotall: bool) -> str:
+        """A run of the characters ``sub`` may match (a byte class: their ASCII members, and every
+        non-ASCII byte when one may be non-ASCII), at least as long as ``lo`` of its shortest
+        matches: a superset of ``sub`` repeated ``lo`` times or more, with no nested repeat."""
+        chars, wide, least = self._chars(sub, icase, dotall)
+        if not chars and not wide:
+            return ""  # (zero-width only: it matches where it stands)
+        n = min(lo * least, MAX_BOUND)
+        q = "*" if n == 0 else "+" if n == 1 else "{%d,}" % n
+        return _byte_class(chars, wide) + q
+
+    def _chars(self, items, icase: bool, dotall: bool) -> tuple[set[str], bool, int]:
+        """(the ASCII characters a match of ``items`` may hold, may it hold a non-ASCII one, the
+        length of its shortest match)."""
+        chars: set[str] = set()
+        wide = False
+        least = 0
+        for op, av in items:
+            if op is C.LITERAL:
+                ch = chr(av)
+                if av < 128:
+                    chars |= _fold({ch}, icase)
+                else:
+                    wide = True
+                    if icase:
+                        chars |= _fold(_fold({ch}, True) - {ch}, True)
+                least += 1
+            elif op is C.NOT_LITERAL:
+                chars |= _ASCII - _fold({chr(av)}, icase) if av < 128 else _ASCII
+                wide = True
+                least += 1
+            elif op is C.ANY:
+                chars |= _ASCII if dotall else _ASCII - {"\n"}
+                wide = True
+                least += 1
+            elif op is C.IN:
+                m, w = self._members(av, icase)
+                chars |= m
+                wide = wide or w
+                least += 1
+            elif op in _REPEATS:
+                c, w, n = self._chars(av[2], icase, dotall)
+                chars |= c
+                wide = wide or w
+                least += av[0] * n
+            elif op is C.SUBPATTERN:
+                _group, add, dele, sub = av
+                ic = (icase or bool(add & re.IGNORECASE)) and not (dele & re.IGNORECASE)
+                da = (dotall or bool(add & re.DOTALL)) and not (dele & re.DOTALL)
+                c, w, n = self._chars(sub, ic, da)
+                chars |= c
+                wide = wide or w
+                least += n
+            elif op is C.ATOMIC_GROUP:
+                c, w, n = self._chars(av, icase, dotall)
+                chars |= c
+                wide = wide or w
+                least += n
+            elif op is C.BRANCH:
+                got = [self._chars(b, icase, dotall) for b in av[1]]
+                for c, w, _n in got:
+                    chars |= c
+                    wide = wide or w
+                least += min(n for _c, _w, n in got)
+            elif op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+                pass  # zero-width (dropped)
+            else:
+                raise _Unsupported(str(op))
+        return chars, wide, least
 
     def _members(self, items, icase: bool) -> tuple[set[str], bool]:
         negate = False
@@ -372,6 +464,19 @@ def _literal_head(items: list) -> int:
 
 
 _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT)
+_ONE_CHAR = (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN)
+
+
+def _plain(items) -> bool:
+    """Is ``items`` a sequence of single characters (through groups), with no repeat and no
+    alternation? Such a sequence has one length, so a repeat of it splits a text one way only."""
+    for op, av in items:
+        if op is C.SUBPATTERN:
+            if not _plain(av[3]):
+                return False
+        elif op not in _ONE_CHAR:
+            return False
+    return True
 
 
 def _trim(items: list) -> list:
@@ -381,14 +486,34 @@ def _trim(items: list) -> list:
     the trimmed sequence; without the leading repeats hyperscan starts far fewer attempts."""
     items = list(items)
     for end in (0, -1):
-        while items:
-            op, av = items[end]
-            if op in (C.AT, C.ASSERT, C.ASSERT_NOT) or (op in _REPEATS and av[0] == 0):
-                items.pop(end)
+        items = _trim_end(items, end)
+    return items
+
+
+def _trim_end(items: list, end: int) -> list:
+    """``items`` trimmed at one end (0: the start, -1: the end); a group or an alternation at that
+    end is trimmed inside ('(?i:[^\\n]*?(?:error|fail))' is 'error|fail' at its start)."""
+    items = list(items)
+    while items:
+        op, av = items[end]
+        if op in (C.AT, C.ASSERT, C.ASSERT_NOT) or (op in _REPEATS and av[0] == 0):
+            items.pop(end)
+            continue
+        if op in _REPEATS and av[1] != av[0] and 1 <= av[0] <= 3:
+            items[end] = (C.MAX_REPEAT, (av[0], av[0], av[2]))
+        elif op is C.SUBPATTERN or op is C.ATOMIC_GROUP:
+            inner = _trim_end(av[3] if op is C.SUBPATTERN else av, end)
+            if not inner:
+                items.pop(end)  # (it may match nothing there)
                 continue
-            if op in _REPEATS and av[1] != av[0] and 1 <= av[0] <= 3:
-                items[end] = (C.MAX_REPEAT, (av[0], av[0], av[2]))
-            break
+            items[end] = (C.SUBPATTERN, (None, av[1], av[2], inner)) if op is C.SUBPATTERN else (op, inner)
+        elif op is C.BRANCH:
+            alts = [_trim_end(alt, end) for alt in av[1]]
+            if not all(alts):
+                items.pop(end)  # one alternative may match nothing there
+                continue
+            items[end] = (op, (av[0], alts))
+        break
     return items
 
 

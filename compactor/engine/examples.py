@@ -110,17 +110,18 @@ def check_rules(rules) -> list[ExampleResult]:
 def check_rule_dir(directory) -> list[ExampleResult]:
     """Test the rules of one directory (without the built-in ones, read afresh, not from the
     catalog): every example of every rule, then a timing check of each rule on adversarial input
-    (``kind == "pump"`` results, failing when a rule is slow per megabyte). Bad rule files raise
+    and of the patterns the engine derives from it (``kind == "pump"`` results, failing when one is
+    slow per megabyte). Bad rule files raise
     :class:`~compactor.RuleError` listing every problem."""
     from pathlib import Path
 
     from .loader import load_uncached
-    from .pump import pump_rule
+    from .pump import pump_derived, pump_rule
 
     rs = load_uncached((str(Path(directory).resolve()),), False)
     out = check_rules(rs)
     for rule in rs:
-        msg = pump_rule(rule)
+        msg = pump_rule(rule) or pump_derived(rule)  # (the patterns the engine derives from it too)
         if msg:
             out.append(ExampleResult(rule.id, "pump", 0, "", False, msg))
     return out

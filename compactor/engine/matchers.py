@@ -366,11 +366,19 @@ def _wide_check(expr: str):
     return re.compile(expr.encode("ascii"))
 
 
+# the longest line the UTF-8 approximation is searched on: as a rule's own pattern on a line this
+# long or shorter, it runs without a time limit (the standard library's ``re`` has none), and the
+# pump test holds it to the rules' time per MB on such lines (``pump.pump_derived``). A longer line
+# is searched by the rule's pattern, under its time limit.
+WIDE_CHECK_MAX = 4096
+
+
 def _ruled_out_wide(rule: "RegexRule", line: str) -> bool:
     """Can the rule's pattern not match ``line`` (which holds a non-ASCII character), as its
-    UTF-8 approximation says (``RegexRule.wide_check``)?"""
+    UTF-8 approximation says (``RegexRule.wide_check``)? False (it may) on a line longer than
+    ``WIDE_CHECK_MAX``."""
     check = rule.wide_check
-    if check is None or holds_ascii_fold(line):
+    if check is None or len(line) > WIDE_CHECK_MAX or holds_ascii_fold(line):
         return False
     return check.search(line.encode("utf-8", "surrogatepass")) is None
 

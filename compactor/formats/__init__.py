@@ -15,21 +15,27 @@ __all__ = ["REGISTRY", "Document", "Edits", "Format", "LayoutState", "Probe", "R
            "read_document", "register"]
 
 # Registration order is detection order. A layout module may import helpers from .base and from
-# layouts registered before it (claude_code uses anthropic), never from later ones: importing a
+# layouts registered before it (claude_code and claude_sdk use anthropic's block reader), never from later ones: importing a
 # module registers it, so a forward import would change the detection order.
 from . import (  # noqa: E402,F401  (import for registration side effects)
     steps,
     swe_agent,
     openhands,
+    cline,
     openai_chat,
     anthropic,
+    claude_sdk,
     claude_code,
+    pi,
     claude_md,
     gemini,
+    atif,
+    debug_gym,
     codex,
     codex_tui,
     aider,
     agent_log,
+    conversation,
     text,
 )
 

@@ -43,6 +43,19 @@ def messages_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
     return None, ()
 
 
+def text_parts(content: Any, path: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    """The texts of content that is a string or a list of blocks (its ``text`` blocks; images and
+    the rest hold none), each with its origin: ``path`` is where the content sits."""
+    if isinstance(content, str):
+        return [(path, content)]
+    parts: list[tuple[tuple[str | int, ...], str]] = []
+    if isinstance(content, list):
+        for k, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(((*path, k, "text"), block["text"]))
+    return parts
+
+
 def exit_code_of(text: str) -> int | None:
     m = _EXIT.match(text[:200])
     return int(m.group(1)) if m else None
@@ -100,13 +113,7 @@ class BlockReader:
                 call_id = block.get("tool_use_id")
                 flag = block.get("is_error") if isinstance(block.get("is_error"), bool) else None
                 inner = block.get("content")
-                parts: list[tuple[tuple[str | int, ...], str]] = []
-                if isinstance(inner, str):
-                    parts.append(((*bpath, "content"), inner))
-                elif isinstance(inner, list):
-                    for k, p in enumerate(inner):
-                        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str):
-                            parts.append(((*bpath, "content", k, "text"), p["text"]))
+                parts = text_parts(inner, (*bpath, "content"))
                 if not parts:
                     parts.append(((*bpath, "content") if inner is None or isinstance(inner, str) else (), ""))
                 for k, (origin, text) in enumerate(parts):

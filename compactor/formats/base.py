@@ -18,11 +18,17 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable
 from ..errors import InputError
 from ..models import Diagnostic, Segment, SegmentKind
 from ..record import Field, Record
+from ..lazyre import lazy_regex
 from .calls import NOT_JSON, make_call, parse_arguments
 from .style import DEFAULT_JSON, DEFAULT_JSONL, JsonStyle, detect_style
 
 __all__ = [
     "LayoutState",
+    "Laid",
+    "TextLayout",
+    "array_layout",
+    "jsonl_layout",
+    "keep_layout",
     "update_state",
     "CallIndex",
     "Document",
@@ -36,6 +42,7 @@ __all__ = [
     "make_segment",
     "name_of",
     "norm_id",
+    "object_records",
     "plan_drops",
     "put_text",
     "record_line",
@@ -73,7 +80,8 @@ class Probe(Record, plain=True, frozen=False):
     json_error: str | None = None
     jsonl: list[Any] | None = None
     jsonl_error: str | None = None
-    jsonl_lines: list[int] | None = None  # line number of each JSONL record, when read line by line
+    jsonl_lines: list[int] | None = None  # line number where each JSONL record starts
+    jsonl_spans: list[tuple[int, int]] | None = None  # where each JSONL record sits in the text (start, end)
 
     @property
     def head(self) -> str:
@@ -115,6 +123,9 @@ class Document(Record, plain=True, frozen=False):
     # how the input's JSON was written (indent, separators, escaping, line ends); None: it came as
     # objects, and is written the layout's default way
     style: JsonStyle | None = None
+    # where each record of ``data`` sits in the text it was read from (a :class:`TextLayout`), so
+    # that the writer gives back every record it did not change byte for byte; None: written anew
+    layout: Any = None
 
     def segment(self, seg_id: str) -> Segment:
         for s in self.segments:
@@ -375,6 +386,16 @@ def jsonl_records(probe: Probe) -> list[Any] | None:
     return None
 
 
+def object_records(records: list[Any] | None, what: str = "JSONL", unit: str = "line") -> str | None:
+    """Why ``records`` (a container's list; None: the input is not ``what``) are not a list of
+    JSON objects, or None when they are."""
+    if records is None:
+        return f"not {what}"
+    if not all(isinstance(r, dict) for r in records):
+        return f"not every {unit} is a JSON object"
+    return None
+
+
 def record_line(probe: Probe, index: int) -> int:
     """1-based line number of the index-th non-empty line (JSONL record) of the input."""
     if probe.jsonl_lines is not None and 0 <= index < len(probe.jsonl_lines):
@@ -398,8 +419,278 @@ def write_json(obj: Any, write: Callable[[str], Any], piece_size: int = 1 << 16,
 _TEXT_PIECE = 1 << 20
 
 
+# ---------------------------------------------------------------------------- the input's own text
+
+
+class TextLayout:
+    """Where each record of a document sits in the text it was read from: the records of a JSONL
+    stream (``kind="jsonl"``: one a line, run together on a line, or pretty-printed one after
+    another) or the items of a top-level JSON array (``kind="array"``).
+
+    A writer's output that keeps this layout (:class:`Laid`) is serialised by :meth:`pieces`: each
+    record equal to the one read is its original text; a changed or new record is serialised in
+    the style the input's records are written in (separators, indentation, ASCII escapes, found
+    by trying them on the first record); the text between records, before the first and after
+    the last is the input's. So an untouched input comes back byte-identical, a record that
+    shared a line with the one before it still does, and a rewritten record looks like its
+    neighbours."""
+
+    __slots__ = ("raw", "spans", "kind", "_style", "copied")
+
+    LOOKAHEAD = 64  # how far past the expected record a kept record is looked for (drops)
+
+    def __init__(self, raw: RawInput, spans: list[tuple[int, int]], kind: str = "jsonl"):
+        self.raw = raw
+        self.spans = spans
+        self.kind = kind
+        self._style: Callable[[Any], str] | None = None
+        self.copied: Any = None  # the copy of the records the last write started from
+
+    def _text(self, i: int) -> str:
+        a, b = self.spans[i]
+        return self.raw.text[a:b]
+
+    def _gap(self, i: int) -> str:
+        """The text between record i and record i + 1 (after the last: the tail)."""
+        text = self.raw.text
+        end = self.spans[i][1]
+        return text[end:self.spans[i + 1][0]] if i + 1 < len(self.spans) else text[end:]
+
+    def style(self, originals: list[Any]) -> Callable[[Any], str]:
+        if self._style is None:
+            self._style = self._find_style(originals)
+        return self._style
+
+    def _find_style(self, originals: list[Any]) -> Callable[[Any], str]:
+        text = self.raw.text
+        prefix = ""
+        if self.kind == "array" and self.spans:
+            a = self.spans[0][0]
+            line_start = text.rfind("\n", 0, a) + 1
+            lead = text[line_start:a]
+            prefix = lead if not lead.strip() else ""
+        # non-ASCII written as is, or as \\u escapes: what the text shows (when it shows neither,
+        # what its writer does: Python escapes, a compact JavaScript writer does not)
+        if not text.isascii():
+            ascii_first: bool | None = False
+        elif _NON_ASCII_ESCAPE.search(text) is not None:
+            ascii_first = True
+        else:
+            ascii_first = None
+        candidates: list[dict[str, Any]] = []
+        for indent in (None, 2, 4, 1, "\t"):
+            for seps in ((",", ":"), (", ", ": "), (",", ": ")):
+                if indent is None or seps[0] == ",":
+                    candidates.append({"indent": indent, "separators": seps})
+
+        def make(kw: dict[str, Any]) -> Callable[[Any], str]:
+            if kw["indent"] is None:
+                return lambda v: json.dumps(v, **kw)
+            return lambda v: json.dumps(v, **kw).replace("\n", "\n" + prefix)
+
+        for i, value in enumerate(originals[:8]):
+            if i >= len(self.spans) or not isinstance(value, (dict, list)) or not value:
+                continue
+            a, b = self.spans[i]
+            if b - a > 65536:
+                continue
+            original = text[a:b]
+            multi = "\n" in original
+            for kw in candidates:
+                if (kw["indent"] is not None) != multi:
+                    continue
+                for ascii_ in ((ascii_first,) if ascii_first is not None else (False, True)):
+                    got = {**kw, "ensure_ascii": ascii_}
+                    if make(got)(value) == original:
+                        if ascii_first is None:  # no sign either way: Python's separators say Python
+                            got["ensure_ascii"] = kw["indent"] is not None or kw["separators"] == (", ", ": ")
+                        return make(got)
+            break
+        if self.kind == "array" and any("\n" in self._text(i) for i in range(min(1, len(self.spans)))):
+            return make({"ensure_ascii": bool(ascii_first), "indent": 2, "separators": (",", ": ")})
+        return make({"ensure_ascii": bool(ascii_first), "indent": None, "separators": (",", ":")})
+
+    def _default_gap(self) -> str:
+        if self.kind == "jsonl":
+            return "\n"
+        for i in range(len(self.spans) - 1):
+            return self._gap(i)
+        return ",\n  " if self.spans and "\n" in self._text(0) else ", "
+
+    def align(self, out: list[Any], originals: list[Any], copied: list[Any] | None) -> list[int | None]:
+        """For each written record, the index of the input record it is (unchanged: a non-negative
+        index), replaces (changed: ``-1 - index``), or None (a new record). ``copied`` is the copy of
+        the records the writer started from (:meth:`Format.copy_data`): a written record that is
+        the i-th of it stands where input record i stood; without it, records are matched by
+        value in order."""
+        n = len(originals)
+        plan: list[int | None] = []
+        if copied is not None and len(copied) == n:
+            index = {id(rec): i for i, rec in enumerate(copied)}
+            for rec in out:
+                i = index.get(id(rec))
+                plan.append(None if i is None else i if rec == originals[i] else -1 - i)
+            return plan
+        j = 0
+        for rec in out:
+            hit = None
+            for k in range(j, min(n, j + self.LOOKAHEAD)):
+                if originals[k] == rec:
+                    hit = k
+                    break
+            if hit is not None:
+                plan.append(hit)
+                j = hit + 1
+            else:
+                plan.append(None)
+        return plan
+
+    def pieces(self, out: list[Any], originals: list[Any], copied: list[Any] | None = None) -> Iterable[str]:
+        """The text of ``out`` in this layout, in pieces (one per record and gap)."""
+        text = self.raw.text
+        plan = self.align(out, originals, copied)
+        if not self.spans:
+            return
+        head = text[:self.spans[0][0]]
+        tail = text[self.spans[-1][1]:]
+        if not out:
+            if self.kind == "array":
+                yield head.rstrip(" \t\r\n") + tail.lstrip(" \t\r\n")
+            return
+        yield head
+        default_gap = self._default_gap()
+        ser = None
+        prev: int | None = None
+        for pos, (rec, where) in enumerate(zip(out, plan)):
+            at = None if where is None else (where if where >= 0 else -1 - where)
+            if pos:
+                if prev is not None and prev + 1 < len(self.spans) and (at == prev + 1 or "\n" in self._gap(prev)
+                                                                       or self.kind == "array"):
+                    yield self._gap(prev)
+                else:
+                    yield default_gap
+            if where is not None and where >= 0:
+                yield self._text(where)
+            else:
+                if ser is None:
+                    ser = self.style(originals)
+                yield ser(rec)
+            prev = at
+        yield tail if prev is not None and prev == len(self.spans) - 1 or self.kind == "array" else \
+            _trailing(tail)
+
+
+_NON_ASCII_ESCAPE = lazy_regex(r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
+
+
+def _trailing(tail: str) -> str:
+    """The input's tail after a record that was not its last: a newline when the input ended
+    with one, else nothing."""
+    return "\n" if tail.endswith("\n") else tail
+
+
+class Laid(list):
+    """A written list of records that keeps the :class:`TextLayout` of the input it came from
+    (and the records read, to tell which ones are unchanged)."""
+
+    __slots__ = ("layout", "originals", "copied")
+
+    def __init__(self, items: Iterable[Any], layout: TextLayout, originals: list[Any], copied: list[Any] | None):
+        super().__init__(items)
+        self.layout = layout
+        self.originals = originals
+        self.copied = copied
+
+    def pieces(self) -> Iterable[str]:
+        return self.layout.pieces(self, self.originals, self.copied)
+
+
+def array_layout(probe: Probe) -> TextLayout | None:
+    """The :class:`TextLayout` of a top-level JSON array (None: not one, or not read from text)."""
+    if not isinstance(probe.json_value, list):
+        return None
+    text = probe.raw.text
+    decode = json.JSONDecoder().raw_decode
+    pos = _skip_ws(text, 0)
+    if text[pos:pos + 1] != "[":
+        return None
+    spans: list[tuple[int, int]] = []
+    pos = _skip_ws(text, pos + 1)
+    if text[pos:pos + 1] == "]":
+        return None
+    try:
+        while True:
+            _, end = decode(text, pos)
+            spans.append((pos, end))
+            pos = _skip_ws(text, end)
+            if text[pos:pos + 1] == ",":
+                pos = _skip_ws(text, pos + 1)
+                continue
+            break
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if len(spans) != len(probe.json_value):
+        return None
+    return TextLayout(probe.raw, spans, "array")
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def jsonl_layout(probe: Probe) -> TextLayout | None:
+    """The :class:`TextLayout` of JSONL records (a lone JSON object read as one record included)."""
+    if probe.jsonl is not None and probe.jsonl_spans is not None and len(probe.jsonl_spans) == len(probe.jsonl):
+        return TextLayout(probe.raw, probe.jsonl_spans, "jsonl")
+    if probe.jsonl is None and probe.is_json and isinstance(probe.json_value, dict) and probe.raw.text[:1] != "[":
+        text = probe.raw.text
+        start = _skip_ws(text, 0)
+        end = len(text.rstrip(" \t\r\n"))
+        if start < end:
+            return TextLayout(probe.raw, [(start, end)], "jsonl")
+    return None
+
+
+def keep_layout(doc: Document, out: Any, copied: Any = None) -> Any:
+    """What a writer returned, as a :class:`Laid` list when the document remembers its text
+    (``copied``: the copy of ``doc.data`` the writer started from, when known)."""
+    layout = doc.layout
+    if layout is None or not isinstance(out, list) or not isinstance(doc.data, list) \
+            or len(doc.data) != len(layout.spans):
+        return out
+    return Laid(out, layout, doc.data, copied if isinstance(copied, list) else None)
+
+
 class Format:
     """Base class of the layout readers/writers. Subclasses register in ``formats.REGISTRY``."""
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        # every layout's writer gives a list that keeps the input's text layout when the document
+        # has one (:func:`keep_layout`), and never changes the document's records in place then
+        # (they are what tells an unchanged record from a changed one)
+        super().__init_subclass__(**kw)
+        write = cls.__dict__.get("write")
+        if write is not None and not getattr(write, "_keeps_layout", False):
+            def laid_write(self: Format, doc: Document, edits: Edits | None = None, _write: Any = write) -> Any:
+                if doc.layout is not None and edits is not None and edits.in_place:
+                    edits = Edits(replace=edits.replace, drop=edits.drop, summary=edits.summary,
+                                  in_place=False, touched=edits.touched)
+                layout = doc.layout
+                if layout is None:
+                    return _write(self, doc, edits)
+                layout.copied = None
+                out = _write(self, doc, edits)
+                copied, layout.copied = layout.copied, None
+                return keep_layout(doc, out, copied)
+
+            laid_write.__doc__ = write.__doc__
+            laid_write.__name__ = "write"
+            laid_write.__qualname__ = f"{cls.__qualname__}.write"
+            laid_write._keeps_layout = True  # type: ignore[attr-defined]
+            cls.write = laid_write  # type: ignore[method-assign]
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
@@ -438,8 +729,11 @@ class Format:
         return DEFAULT_JSONL if self.container == "jsonl" else DEFAULT_JSON
 
     def dumps(self, obj: Any, style: JsonStyle | None = None) -> str:
-        """Serialise what :meth:`write` returned, in the layout's container, written the way
-        ``style`` says (the input's own layout: :attr:`Document.style`)."""
+        """Serialise what :meth:`write` returned, in the layout's container: in the input's own
+        text when the writer kept it (:class:`Laid`), else written the way ``style`` says (the
+        input's own layout: :attr:`Document.style`)."""
+        if isinstance(obj, Laid):
+            return "".join(obj.pieces())
         if self.container == "json":
             return self.style(style).dumps(obj)
         if self.container == "jsonl":
@@ -448,7 +742,10 @@ class Format:
 
     def dump(self, obj: Any, write: Callable[[str], Any], style: JsonStyle | None = None) -> None:
         """Write :meth:`dumps` of ``obj`` through ``write`` in pieces (never the whole text at once)."""
-        if self.container == "json":
+        if isinstance(obj, Laid):
+            for piece in obj.pieces():
+                write(piece)
+        elif self.container == "json":
             self.style(style).dump(obj, write)
         elif self.container == "jsonl":
             self.style(style).dump_lines(obj, write)
@@ -507,9 +804,12 @@ class Format:
         if edits is not None and edits.in_place:
             return doc.data
         try:
-            return marshal.loads(marshal.dumps(doc.data))
+            data = marshal.loads(marshal.dumps(doc.data))
         except (ValueError, TypeError):
-            return copy.deepcopy(doc.data)
+            data = copy.deepcopy(doc.data)
+        if doc.layout is not None:
+            doc.layout.copied = data  # which written record stands where (see TextLayout.align)
+        return data
 
     def fail(self, probe: Probe, message: str, position: str | None = None) -> InputError:
         return InputError(f"{self.name}: {message}", source=probe.raw.source, position=position)

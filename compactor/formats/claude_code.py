@@ -1,237 +1,65 @@
-"""Claude Code session transcripts (``~/.claude/projects/<project>/<session>.jsonl``).
+"""Claude Code session records in their two containers.
 
-One JSON object per line. ``type: "user"`` / ``"assistant"`` lines carry an Anthropic
-``message``; other records (``queue-operation``, ``summary``, ``system``,
-``file-history-snapshot``, ...) are not conversation: they make no segments and are written
-back unchanged. One API response is split over several lines sharing ``message.id`` (one
-content block per line); those lines count as one step. Segment ids use the line's record
-index: ``m<i>`` (string content), ``m<i>.<j>`` (text block), ``m<i>.c<j>`` (tool_use),
-``m<i>.r<j>`` (tool_result). ``tool_use.id`` pairs with ``tool_result.tool_use_id``.
+- ``claude-code``: the session transcript ``~/.claude/projects/<project>/<session>.jsonl``, one
+  record per line (records run together on a line are read too, and written back sharing it).
+- ``claude-code-chat-json``: the same records as a hook receives them and dumps them, one JSON
+  array (``logs/chat.json`` of the hook examples, ``*.chat.json``). Written back as a JSON array
+  in the input's own text layout: every record the compaction did not change is its original
+  text, a changed one is serialised with the indentation, separators and escapes the input's
+  records use, and the text around the records (the brackets, the trailing newline or its
+  absence) is the input's; an untouched file comes back byte-identical.
 
-- ``toolUseResult`` is a second, structured copy of a line's tool result: never a segment;
-  when the result is replaced the copy becomes the new text, so the output really shrinks.
-- ``is_error`` → ``Segment.is_error``; a result starting ``Exit code N`` → ``exit_code``.
-- ``isMeta`` lines (hook feedback, caveats) and ``isCompactSummary`` lines are ``meta=True``,
-  and so are user lines that only echo a local slash command (``<command-name>…``,
-  ``<local-command-stdout>…``: what ``/compact`` or ``/cost`` printed to the user, not a request).
-- ``isSidechain`` lines (sub-agents) are kept as normal segments; their ids are listed in
-  ``doc.state.sidechain``.
-- A line repeated with the same ``uuid`` (resumed sessions copy history) is one payload: the
-  copy makes no segments and is updated as a mirror.
-
-Writing with drops re-links ``parentUuid`` across removed lines so the chain stays unbroken.
+Both read the records with :class:`~.claude_records.ClaudeRecordsFormat` (the record types,
+mirrors, split API responses and sidechains are described there).
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-from ..models import Segment
-from ..record import Field, Record
+from .base import Document, Probe, array_layout, jsonl_records
+from .claude_records import ClaudeCodeState, ClaudeRecordsFormat
 from .registry import register
-from .anthropic import BlockReader
-from .base import Document, Edits, Format, LayoutState, Probe, jsonl_records, plan_drops, record_line, update_state
 
-_MESSAGE_TYPES = ("user", "assistant")
-_LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>",
-                       "<local-command-caveat>")
-
-
-def _local_command(content: Any) -> bool:
-    """A user line that only records a local slash command and what it printed."""
-    if isinstance(content, list):
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        if len(texts) != len(content) or not texts:
-            return False
-        content = "".join(t for t in texts if isinstance(t, str))
-    return isinstance(content, str) and content.lstrip().startswith(_LOCAL_COMMAND_TAGS)
-_OTHER_TYPES = ("queue-operation", "summary", "system", "file-history-snapshot", "progress", "attachment")
-
-
-class ClaudeCodeState(LayoutState):
-    """Claude Code: tool-result mirrors (``toolUseResult``) and the ids of sidechain segments."""
-
-    tool_mirrors: dict[str, list[tuple[str | int, ...]]] = Field(default_factory=dict)
-    sidechain: list[str] = Field(default_factory=list)
+__all__ = ["ClaudeCodeChatJsonFormat", "ClaudeCodeFormat"]
 
 
 @register
-class ClaudeCodeFormat(Format):
+class ClaudeCodeFormat(ClaudeRecordsFormat):
     name = "claude-code"
-    State = ClaudeCodeState
     title = "Claude Code session JSONL"
     detection = ("JSONL whose records have 'type' user/assistant with an Anthropic 'message' "
                  "(plus queue-operation/summary/system records), usually with uuid/parentUuid/sessionId")
     container = "jsonl"
 
     def sniff(self, probe: Probe) -> tuple[bool, str]:
-        records = jsonl_records(probe)
-        if records is None:
-            return False, "not JSONL"
-        if not all(isinstance(r, dict) for r in records):
-            return False, "not every line is a JSON object"
-        msgs = [r for r in records if r.get("type") in _MESSAGE_TYPES]
-        if not msgs:
-            return False, "no user/assistant records"
-        if not all(isinstance(r.get("message"), dict) for r in msgs):
-            return False, "user/assistant records without a 'message' object"
-        if not any(k in r for r in msgs for k in ("uuid", "sessionId", "parentUuid")):
-            return False, "no uuid/sessionId/parentUuid fields"
-        return True, "Claude Code session"
+        return self.sniff_records(jsonl_records(probe), "JSONL", "line")
+
+
+class ClaudeCodeChatJsonState(ClaudeCodeState):
+    """The hook dump's state: the session's (a document of one container is not written as the other)."""
+
+
+@register
+class ClaudeCodeChatJsonFormat(ClaudeRecordsFormat):
+    name = "claude-code-chat-json"
+    State = ClaudeCodeChatJsonState
+    title = "Claude Code records dumped by a hook as one JSON array (*.chat.json)"
+    detection = ("a JSON array of Claude Code session records: 'type' user/assistant with an Anthropic "
+                 "'message' and uuid/parentUuid/sessionId, among summary/system/file-history-snapshot records")
+    container = "json"
+
+    def records(self, probe: Probe) -> list[Any] | None:
+        value = probe.json_value
+        return value if probe.is_json and isinstance(value, list) else None
+
+    def where(self, probe: Probe, i: int) -> str:
+        return f"record {i}"
+
+    def sniff(self, probe: Probe) -> tuple[bool, str]:
+        return self.sniff_records(self.records(probe), "a JSON array", "item")
 
     def read(self, probe: Probe) -> Document:
-        records = jsonl_records(probe)
-        if records is None:
-            raise self.fail(probe, "expected JSONL records")
-        reader = BlockReader(compact_json=True)
-        mirrors: dict[str, list[tuple[str | int, ...]]] = {}
-        tool_mirror: dict[str, list[tuple[str | int, ...]]] = {}
-        sidechain: list[str] = []
-        seen_uuid: dict[str, int] = {}
-        seg_ids_of: dict[int, list[Segment]] = {}
-        step = 0
-        last_msg_id: Any = None
-        for i, rec in enumerate(records):
-            line = f"line {record_line(probe, i)}"
-            if not isinstance(rec, dict):
-                raise self.fail(probe, f"{line}: record is not a JSON object", line)
-            rtype = rec.get("type")
-            if rtype not in _MESSAGE_TYPES:
-                continue
-            msg = rec.get("message")
-            if not isinstance(msg, dict):
-                raise self.fail(probe, f"{line}: '{rtype}' record without a 'message' object", line)
-            content = msg.get("content")
-            if not isinstance(content, (str, list)):
-                raise self.fail(probe, f"{line}: message.content must be a string or a list of blocks", line)
-            uuid = rec.get("uuid")
-            if isinstance(uuid, str) and uuid in seen_uuid:
-                # a repeated line: one payload, the copy is a mirror
-                first = seen_uuid[uuid]
-                for seg in seg_ids_of.get(first, []):
-                    mp = (i, *seg.origin[1:]) if seg.origin else ()
-                    if mp:
-                        mirrors.setdefault(seg.id, []).append(mp)
-                continue
-            if isinstance(uuid, str):
-                seen_uuid[uuid] = i
-            role = msg.get("role") or rtype
-            meta = bool(rec.get("isMeta") or rec.get("isCompactSummary")) or _local_command(content)
-            if role == "assistant":
-                mid = msg.get("id")
-                if not (mid and mid == last_msg_id):
-                    step += 1
-                last_msg_id = mid
-            else:
-                only_results = isinstance(content, list) and content and all(
-                    isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-                if not only_results:
-                    step += 1
-                    last_msg_id = None
-            segs = reader.content(i, "assistant" if role == "assistant" else "user", content, (i, "message"),
-                                  max(step, 1), meta=meta)
-            seg_ids_of[i] = segs
-            results = [s for s in segs if s.kind.value == "tool_result"]
-            if "toolUseResult" in rec and results:
-                tool_mirror.setdefault(results[0].id, []).append((i, "toolUseResult"))
-            if rec.get("isSidechain"):
-                sidechain += [s.id for s in segs]
-        doc = self.new_document(records, reader.segments, probe.raw.source)
-        update_state(doc.state, mirrors=mirrors, tool_mirrors=tool_mirror, pairs=reader.calls.pairs,
-                         sidechain=sidechain)
+        doc = super().read(probe)
+        doc.layout = array_layout(probe)
         return doc
-
-    def write(self, doc: Document, edits: Edits | None = None) -> Any:
-        state = self.state_of(doc)
-        data = self.copy_data(doc, edits)
-        if edits is None or edits.is_empty():
-            return data
-        tool_mirrors = state.tool_mirrors
-        for seg, text in self.replace_texts(data, doc, edits):
-            for mp in tool_mirrors.get(seg.id, []):
-                data[mp[0]][mp[1]] = text  # the structured copy becomes the new text
-
-        def record_of(seg: Segment) -> int | None:
-            return int(seg.id[1:].split(".")[0]) if seg.id.startswith("m") else None
-
-        dropped = plan_drops(doc.segments, edits.drop, record_of, state.pairs)
-        # lines of a dropped API response that hold no segment (thinking blocks) go with it
-        groups: dict[str, list[int]] = {}
-        for i, rec in enumerate(data):
-            mid = rec.get("message", {}).get("id") if isinstance(rec, dict) and isinstance(rec.get("message"), dict) else None
-            if isinstance(mid, str):
-                groups.setdefault(mid, []).append(i)
-        with_segs = {record_of(s) for s in doc.segments}
-        for members in groups.values():
-            live = [i for i in members if i in with_segs]
-            if live and all(i in dropped for i in live):
-                dropped.update(members)
-        # mirror copies of dropped lines go too
-        drop_uuids = {data[i].get("uuid") for i in dropped if isinstance(data[i].get("uuid"), str)}
-        for i, rec in enumerate(data):
-            if isinstance(rec, dict) and rec.get("type") in _MESSAGE_TYPES and isinstance(rec.get("uuid"), str) \
-                    and rec["uuid"] in drop_uuids:
-                dropped.add(i)
-        insert_at: int | None = min(dropped) if dropped else None
-        if insert_at is None and edits.summary:
-            insert_at = next((i for i, r in enumerate(data) if isinstance(r, dict) and r.get("type") in _MESSAGE_TYPES),
-                             len(data))
-        alias: dict[str, Any] = {}
-
-        def resolve(u: Any) -> Any:
-            seen = set()
-            while isinstance(u, str) and u in alias and u not in seen:
-                seen.add(u)
-                u = alias[u]
-            return u
-
-        out: list[Any] = []
-        for i, rec in enumerate(data):
-            if edits.summary and i == insert_at:
-                summary = self._summary_record(data, i, edits.summary)
-                summary["parentUuid"] = resolve(rec.get("parentUuid")) if i in dropped else \
-                    resolve(_previous_uuid(out))
-                if i in dropped and isinstance(rec.get("uuid"), str):
-                    alias[rec["uuid"]] = summary["uuid"]
-                elif i not in dropped and "parentUuid" in rec:
-                    rec["parentUuid"] = summary["uuid"]
-                out.append(summary)
-            if i in dropped:
-                if isinstance(rec.get("uuid"), str) and rec["uuid"] not in alias:
-                    alias[rec["uuid"]] = rec.get("parentUuid")
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("parentUuid"), str):
-                rec["parentUuid"] = resolve(rec["parentUuid"])
-            out.append(rec)
-        if edits.summary and insert_at is not None and insert_at >= len(data):
-            summary = self._summary_record(data, len(data) - 1, edits.summary)
-            summary["parentUuid"] = _previous_uuid(out)
-            out.append(summary)
-        return out
-
-    def _summary_record(self, data: list[Any], near: int, text: str) -> dict[str, Any]:
-        rec = self.make_message("user", text)
-        template = None
-        for j in list(range(near, len(data))) + list(range(near - 1, -1, -1)):
-            r = data[j] if 0 <= j < len(data) else None
-            if isinstance(r, dict) and r.get("type") in _MESSAGE_TYPES:
-                template = r
-                break
-        if template is not None:
-            for key in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "timestamp"):
-                if key in template:
-                    rec[key] = template[key]
-            rec["isSidechain"] = False
-        rec["uuid"] = "compactor-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-        return rec
-
-    def make_message(self, role: str, text: str) -> Any:
-        return {"parentUuid": None, "type": role, "message": {"role": role, "content": text}}
-
-
-def _previous_uuid(out: list[Any]) -> Any:
-    for r in reversed(out):
-        if isinstance(r, dict) and isinstance(r.get("uuid"), str):
-            return r["uuid"]
-    return None

@@ -33,10 +33,12 @@ from .base import (
     command_from_arguments,
     jsonl_records,
     make_segment,
+    name_of,
     plan_drops,
     record_line,
     update_state,
 )
+from .jsonstyle import StyledFormat
 from ..lazyre import lazy_regex
 
 _TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
@@ -226,3 +228,160 @@ class GeminiFormat(Format):
 
     def make_message(self, role: str, text: str) -> Any:
         return {"type": "message", "role": role, "content": text}
+
+
+# ---------------------------------------------------------------------------- saved chats
+#
+# A saved Gemini CLI chat (``/chat save``, a checkpoint, a ``trajectory.json``) is the Gemini API's
+# ``contents`` list itself: ``[{role: user|model, parts: [...]}]`` (or a request body
+# ``{contents: [...], systemInstruction?}``). Parts: ``text`` (``thought: true`` marks the model's
+# thinking summary), ``functionCall {id?, name, args}``, ``functionResponse {id?, name, response}``,
+# ``inlineData``/``fileData`` (never text). A response's text is ``response.output`` (the CLI's
+# tools), else ``response.error``, else the JSON of ``response``; the shell tool's
+# ``Exit Code: N`` line gives the exit code, as in the stream. Calls and responses pair by ``id``,
+# else by function name, oldest open call first. A user text that is the CLI's own
+# ``<session_context>`` preamble is harness context (``meta``).
+
+_ROLES_CONTENTS = ("user", "model", "function", "system")
+
+
+def contents_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
+    if isinstance(value, list):
+        return value, ()
+    if isinstance(value, dict) and isinstance(value.get("contents"), list):
+        return value["contents"], ("contents",)
+    return None, ()
+
+
+def _part_keys(msg: dict[str, Any]) -> set[str]:
+    return {k for p in msg.get("parts") or [] if isinstance(p, dict) for k in p}
+
+
+@register
+class GeminiContentsFormat(StyledFormat):
+    name = "gemini-contents"
+    title = "Gemini API contents (Gemini CLI saved chat / trajectory.json / checkpoint)"
+    detection = ("a JSON list (or an object with 'contents') of {role: user|model, parts: [...]} with text, "
+                 "functionCall, functionResponse or thought parts")
+    container = "json"
+
+    def sniff(self, probe: Probe) -> tuple[bool, str]:
+        if not probe.is_json:
+            return False, "not a JSON document"
+        items, _ = contents_of(probe.json_value)
+        if not items:
+            return False, "no list of contents"
+        if not all(isinstance(m, dict) and m.get("role") in _ROLES_CONTENTS and isinstance(m.get("parts"), list)
+                   for m in items):
+            return False, "not every item is a {role, parts} Gemini content"
+        if not any(m.get("role") == "model" or _part_keys(m) & {"functionCall", "functionResponse"} for m in items):
+            return False, "no model turn and no function parts"
+        return True, "Gemini contents"
+
+    def read(self, probe: Probe) -> Document:
+        data = probe.json_value
+        items, base = contents_of(data)
+        if items is None:
+            raise self.fail(probe, "expected a list of Gemini contents")
+        segments: list[Segment] = []
+        calls = CallIndex()
+        step = 0
+
+        def add(**kw: Any) -> None:
+            segments.append(make_segment(index=len(segments), **kw))
+
+        if base and isinstance(data.get("systemInstruction"), dict):
+            for k, part in enumerate(data["systemInstruction"].get("parts") or []):
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    add(id=f"system.{k}", step=0, step_id="s0", role=Role.system, kind=SegmentKind.message,
+                        text=part["text"], origin=("systemInstruction", "parts", k, "text"))
+        prev = None
+        for i, msg in enumerate(items):
+            where = f"{'contents' if base else 'item'}[{i}]"
+            if not isinstance(msg, dict) or not isinstance(msg.get("parts"), list):
+                raise self.fail(probe, f"{where} is not a {{role, parts}} content", where)
+            role = msg.get("role")
+            path = (*base, i, "parts")
+            keys = _part_keys(msg)
+            if role == "model":
+                if prev != "model":
+                    step += 1
+            elif keys - {"functionResponse"}:
+                step += 1
+            prev = role
+            st = max(step, 1)
+            for k, part in enumerate(msg["parts"]):
+                if not isinstance(part, dict):
+                    continue
+                ppath = (*path, k)
+                if isinstance(part.get("text"), str):
+                    text = part["text"]
+                    if role == "model":
+                        add(id=f"m{i}.{k}", step=st, step_id=f"s{st}", role=Role.assistant,
+                            kind=SegmentKind.message, text=text, origin=(*ppath, "text"))
+                    else:
+                        add(id=f"m{i}.{k}", step=st, step_id=f"s{st}",
+                            role=Role.system if role == "system" else Role.user, kind=SegmentKind.message,
+                            text=text, meta=text.lstrip().startswith("<session_context>"), origin=(*ppath, "text"))
+                elif isinstance(part.get("functionCall"), dict):
+                    fc = part["functionCall"]
+                    args = fc.get("args")
+                    name = name_of(fc.get("name"))
+                    key = fc.get("id") or f"name:{name}"
+                    cmd = command_from_arguments(args) if isinstance(args, (dict, str)) else None
+                    sid = f"m{i}.c{k}"
+                    add(id=sid, step=st, step_id=f"s{st}", role=Role.assistant, kind=SegmentKind.tool_call,
+                        text=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                        call_id=key, tool_name=name, command=cmd,
+                        origin=(*ppath, "functionCall", "args") if "args" in fc else (),
+                        **({"arguments": args} if isinstance(args, dict) else {}))
+                    calls.add_call(key, sid, step=st, name=name, cmd=cmd)
+                elif isinstance(part.get("functionResponse"), dict):
+                    fr = part["functionResponse"]
+                    name = name_of(fr.get("name"))
+                    key = fr.get("id") or f"name:{name}"
+                    sid = f"m{i}.r{k}"
+                    info = calls.match(key, sid) or {}
+                    resp = fr.get("response")
+                    rpath = (*ppath, "functionResponse", "response")
+                    err: bool | None = None
+                    if isinstance(resp, dict) and isinstance(resp.get("output"), str):
+                        text, origin = resp["output"], (*rpath, "output")
+                    elif isinstance(resp, dict) and isinstance(resp.get("error"), str):
+                        text, origin, err = resp["error"], (*rpath, "error"), True
+                    elif isinstance(resp, str):
+                        text, origin = resp, rpath
+                    else:
+                        text = json.dumps(resp, ensure_ascii=False)
+                        origin = rpath if isinstance(resp, (dict, list)) else ()
+                    m = _EXIT.search(text[-4000:])
+                    code = int(m.group(1)) if m else None
+                    if code is not None and code != 0:
+                        err = True
+                    rst = info.get("step", st)
+                    add(id=sid, step=rst, step_id=f"s{rst}", role=Role.tool, kind=SegmentKind.tool_result, text=text,
+                        call_id=key if info else None, tool_name=name or info.get("name"), command=info.get("cmd"),
+                        is_error=err, exit_code=code, origin=origin)
+        doc = self.new_document(data, segments, probe.raw.source)
+        doc.state.base = base
+        doc.state.pairs = calls.pairs
+        self.note_style(doc, probe)
+        return doc
+
+    def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
+        data, dropped = self.start_write(doc, edits)
+        if dropped is None:
+            return data
+        items, base = contents_of(data)
+        assert items is not None
+        insert_at = min(dropped) if dropped else (0 if edits.summary else None)
+        text = edits.summary
+        kept = self.splice(items, dropped, insert_at, (lambda _i: self.make_message("user", text)) if text else None)
+        if base:
+            data["contents"] = kept
+            return self.finish(doc, data, True)
+        return self.finish(doc, kept, True)
+
+    def make_message(self, role: str, text: str) -> Any:
+        return {"role": "model" if role == "assistant" else "user", "parts": [{"text": text}]}

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
     "DEFAULT_MAX_INPUT_BYTES",
     "decode_bytes",
+    "decode_stream",
     "load_json_text",
     "make_probe",
     "probe_file",
@@ -192,12 +193,7 @@ def _fix_surrogates(value: Any) -> tuple[Any, int]:
     return value, count
 
 
-def load_json_text(text: str, source: str = "<input>", *, position_prefix: str = "",
-                   max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[Any, int]:
-    """Parse one JSON document; return (value, lone surrogates replaced).
-
-    Raises InputError naming line and column, LimitError for nesting over max_depth.
-    """
+def _check_depth(text: str, source: str, max_depth: int, position_prefix: str) -> None:
     if text.count("[") + text.count("{") > max_depth and _bracket_depth_bound(text) > max_depth:
         where = _depth_ok(text, max_depth)
         if where is not None:
@@ -208,6 +204,15 @@ def load_json_text(text: str, source: str = "<input>", *, position_prefix: str =
                 source=source,
                 position=f"{position_prefix}line {line}",
             )
+
+
+def load_json_text(text: str, source: str = "<input>", *, position_prefix: str = "",
+                   max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[Any, int]:
+    """Parse one JSON document; return (value, lone surrogates replaced).
+
+    Raises InputError naming line and column, LimitError for nesting over max_depth.
+    """
+    _check_depth(text, source, max_depth, position_prefix)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -247,31 +252,72 @@ def make_probe(raw: RawInput, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Pro
             raise
         except InputError as exc:
             probe.json_error = _json_error(exc)
-        # JSONL: every non-empty line is a JSON value
-        records: list[Any] = []
-        lines = text.split("\n")
-        nonempty = 0
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            nonempty += 1
-            try:
-                value, _ = load_json_text(line, raw.source, position_prefix="", max_depth=max_depth)
-            except LimitError as exc:
-                raise LimitError(exc.message, source=raw.source, position=f"line {lineno}") from None
-            except InputError as exc:
-                truncated = lineno == len(lines) or (lineno == len(lines) - 1 and not lines[-1])
-                what = "truncated JSON (the file ends inside a record)" if truncated else "malformed JSON"
-                probe.jsonl = None
-                if nonempty > 1:
-                    probe.jsonl_error = f"line {lineno}: {what}: {exc.message.split(': ', 1)[-1]}"
-                    probe.json_error = None  # it is JSONL with a bad line, say that
-                # else: not JSONL at all (its first line is no JSON value): the JSON error, which
-                # names the line and column where the document breaks off, is the one to report
-                return probe
-            records.append(value)
+        # JSONL, or values run together on a line, or several pretty-printed values: one JSON
+        # value after another
+        try:
+            records, spans, lines = decode_stream(text, raw.source, max_depth=max_depth)
+        except LimitError:
+            raise
+        except InputError as exc:
+            if exc.position is not None:  # a record after the first is broken: it is JSONL with a bad record
+                probe.jsonl_error = exc.message
+                probe.json_error = None
+            # else: not JSONL at all (its first value is no JSON value): the JSON error, which
+            # names the line and column where the document breaks off, is the one to report
+            return probe
         probe.jsonl = records
+        probe.jsonl_spans = spans
+        probe.jsonl_lines = lines
     return probe
+
+
+_WS = lazy_re(r"[ \t\n\r]*")
+
+
+def decode_stream(text: str, source: str = "<input>", *,
+                  max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[list[Any], list[tuple[int, int]], list[int]]:
+    """Every JSON value of a text, one after another (JSONL, values run together on one line with or
+    without whitespace between them, pretty-printed values one after another): the values, where
+    each sits in the text (start, end offsets) and the line each starts on.
+
+    A value that does not parse raises InputError naming the line and column; its ``position`` is
+    None when it is the first value (the text is not a stream of JSON values at all)."""
+    _check_depth(text, source, max_depth, "")
+    decode = _DECODER.raw_decode
+    skip = _WS.match
+    values: list[Any] = []
+    spans: list[tuple[int, int]] = []
+    lines: list[int] = []
+    end = len(text)
+    pos = skip(text, 0).end()
+    line = 1 + text.count("\n", 0, pos)
+    surrogates = "\\ud" in text or "\\uD" in text
+    while pos < end:
+        try:
+            value, stop = decode(text, pos)
+        except json.JSONDecodeError as exc:
+            # the text ends inside the value (a string can hold no raw newline: one that never
+            # ends runs to the end of the text)
+            truncated = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+            what = "truncated JSON (the file ends inside a record)" if truncated else "malformed JSON"
+            where = f"line {exc.lineno} column {exc.colno}"
+            started = "" if exc.lineno == line else f" (in the record that starts at line {line})"
+            raise InputError(f"{where}: {what}: {exc.msg}{started}", source=source,
+                             position=where if values else None) from None
+        except RecursionError:
+            raise LimitError("JSON nesting too deep", source=source, position=f"line {line}") from None
+        if surrogates:
+            value, _ = _fix_surrogates(value)
+        values.append(value)
+        spans.append((pos, stop))
+        lines.append(line)
+        nxt = skip(text, stop).end()
+        line += text.count("\n", pos, nxt)
+        pos = nxt
+    return values, spans, lines
+
+
+_DECODER = json.JSONDecoder()
 
 
 # ---------------------------------------------------------------------------- streamed reading
@@ -425,7 +471,9 @@ def _stream_jsonl(path: Path, source: str, max_depth: int, max_bytes: int) -> Pr
     """Every non-empty line a JSON value, read line by line (None: let the in-memory path read it)."""
     records: list[Any] = []
     lines: list[int] = []
+    spans: list[tuple[int, int]] = []
     first_two: list[str] = []
+    offset = 0  # in characters of the decoded text, as the in-memory read counts them
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
@@ -436,19 +484,25 @@ def _stream_jsonl(path: Path, source: str, max_depth: int, max_bytes: int) -> Pr
                 line = line[1:]
             if len(lines) < 2:
                 first_two.append(line)
+            at = offset
+            offset += len(line)
             line = line[:-1] if line.endswith("\n") else line
-            if not line.strip():
+            body = line.strip(" \t\r")
+            if not body:
                 continue
             try:
                 value, _ = load_json_text(line, source, max_depth=max_depth)
             except InputError:  # LimitError too: the in-memory path names the line
                 return None
+            start = at + len(line) - len(line.lstrip(" \t\r"))
             records.append(value)
             lines.append(lineno)
+            spans.append((start, start + len(body)))
     if len(records) < 2:
         return None
     probe = Probe(FileText(path, source, max_bytes), jsonl=records)
     probe.jsonl_lines = lines
+    probe.jsonl_spans = spans
     try:  # what the whole-document parse says of it (the text up to the second record is enough)
         load_json_text("".join(first_two), source, max_depth=max_depth)
     except InputError as exc:

@@ -36,15 +36,18 @@ from typing import Any
 
 from ..models import Role, Segment, SegmentKind
 from ..record import Field, Record
-from .registry import register
-from .base import CallIndex, Document, Edits, Format, LayoutState, Probe, make_segment, name_of, norm_id, plan_drops, update_state
+from .registry import get_format, register
+from .base import (CallIndex, Document, Edits, Format, LayoutState, Probe, jsonl_records, make_segment, name_of, norm_id,
+                   plan_drops, record_line, update_state)
+from .jsonstyle import StyledFormat, StyledState
 
 _V1_KINDS = ("ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
              "UserRejectObservation", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
              "PauseEvent", "ConversationStateUpdateEvent", "LLMConvertibleEvent")
 _CALL_FIELD = {"run": "command", "run_ipython": "code", "browse": "url", "browse_interactive": "browser_actions"}
 _NOISE_ARGS = ("thought", "blocking", "is_static", "cwd", "hidden", "confirmation_state", "security_risk",
-               "impl_source", "is_input", "include_extra", "wait_for_response", "image_urls")
+               "impl_source", "is_input", "include_extra", "wait_for_response", "image_urls",
+               "action", "keep_prompt", "is_confirmed", "kernel_init_code", "images_urls")
 _SKIP_OBS = ("agent_state_changed", "null")
 # V0 arguments that carry a call's payload, by preference (translated_ipython_code is derived)
 _PAYLOAD_ARGS = ("file_text", "new_str", "content", "code", "old_str", "path", "url", "query", "task", "agent")
@@ -61,6 +64,22 @@ def events_of(value: Any) -> tuple[list[Any] | None, tuple[str | int, ...]]:
 
 def _is_v0(e: Any) -> bool:
     return isinstance(e, dict) and ("action" in e or "observation" in e) and ("id" in e or "source" in e)
+
+
+def _is_flat_v0(e: Any) -> bool:
+    """An event of the resolver's output.jsonl: 'action'/'observation' with the arguments or the
+    result on the event itself, no 'args', no ids."""
+    return isinstance(e, dict) and "args" not in e and "id" not in e and (
+        isinstance(e.get("action"), str) or isinstance(e.get("observation"), str))
+
+
+def _flat_id(e: dict[str, Any], seen: dict[str, int]) -> str:
+    """A call id for a flat event (which has none): a digest of the event and how many identical
+    events came before it, not its position (which moves when earlier events are dropped)."""
+    digest = hashlib.sha256(json.dumps(e, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()[:12]
+    n = seen.get(digest, 0)
+    seen[digest] = n + 1
+    return f"action-{digest}" + (f"-{n}" if n else "")
 
 
 def _is_v1(e: Any) -> bool:
@@ -119,18 +138,22 @@ class OpenHandsFormat(Format):
 
     # ------------------------------------------------------------------ reading
     def read(self, probe: Probe) -> Document:
-        data = probe.json_value
+        return self.read_value(probe, probe.json_value)
+
+    def read_value(self, probe: Probe, data: Any, where: str = "") -> Document:
+        """The document of one run (an event list or an evaluation record); ``where`` prefixes
+        positions in errors (the run's line in an output.jsonl)."""
         events, base = events_of(data)
         if events is None:
-            raise self.fail(probe, "expected a JSON array of events or an object with a 'history' list")
-        where0 = "history" if base else "event"
+            raise self.fail(probe, f"{where}expected a JSON array of events or an object with a 'history' list")
+        where0 = where + ("history" if base else "event")
         for i, e in enumerate(events):
             if not isinstance(e, dict):
                 raise self.fail(probe, f"{where0}[{i}] is not an object", f"{where0}[{i}]")
         v1 = any(_is_v1(e) for e in events)
         if not v1:
             for i, e in enumerate(events):
-                if not _is_v0(e):
+                if not (_is_v0(e) or _is_flat_v0(e)):
                     raise self.fail(probe, f"{where0}[{i}] has neither 'action' nor 'observation'", f"{where0}[{i}]")
         doc = self.new_document(data, [], probe.raw.source)
         ctx = _Ctx(base)
@@ -160,17 +183,27 @@ class OpenHandsFormat(Format):
         last_resp: Any = None
         action_info: dict[Any, dict[str, Any]] = {}  # event id -> {step, call seg, call_id, name, cmd}
         user_texts: dict[str, str] = {}
+        agent_acted = False
+        flat_seen: dict[str, int] = {}
+        unanswered: list[dict[str, Any]] = []  # flat events: an observation answers the last open action
         for i, e in enumerate(events):
             path = (*base, i)
-            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            flat = _is_flat_v0(e)
+            # resolver output.jsonl: the arguments sit on the event itself (no 'args', no ids)
+            args = e if flat else (e.get("args") if isinstance(e.get("args"), dict) else {})
+            argp: tuple[str | int, ...] = path if flat else (*path, "args")
             tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
             if "action" in e:
                 kind = e.get("action")
                 source = e.get("source")
+                if source is None and flat:  # no source: the first message is the user's task
+                    source = "agent" if agent_acted or kind != "message" else "user"
+                if kind != "message" or source != "user":
+                    agent_acted = True
                 if kind == "recall":
                     continue
                 if kind == "system":
-                    parts = _text_parts(args.get("content"), (*path, "args", "content"))
+                    parts = _text_parts(args.get("content"), (*argp, "content"))
                     for k, (origin, text) in enumerate(parts):
                         sid = _sid(i, k, len(parts))
                         ctx.add(sid, step=0, role=Role.system, kind=SegmentKind.message, text=text, origin=origin)
@@ -179,7 +212,7 @@ class OpenHandsFormat(Format):
                 if kind == "message" and source == "user":
                     step += 1
                     last_resp = None
-                    parts = _text_parts(args.get("content"), (*path, "args", "content"))
+                    parts = _text_parts(args.get("content"), (*argp, "content"))
                     for k, (origin, text) in enumerate(parts):
                         sid = _sid(i, k, len(parts))
                         ctx.add(sid, step=step, role=Role.user, kind=SegmentKind.message, text=text, origin=origin)
@@ -193,43 +226,45 @@ class OpenHandsFormat(Format):
                 last_resp = resp_id
                 st = max(step, 1)
                 if kind == "message":
-                    parts = _text_parts(args.get("content"), (*path, "args", "content"))
+                    parts = _text_parts(args.get("content"), (*argp, "content"))
                     for k, (origin, text) in enumerate(parts):
                         sid = _sid(i, k, len(parts))
                         ctx.add(sid, step=st, role=Role.assistant, kind=SegmentKind.message, text=text, origin=origin)
                         ctx.mirror_if_equal(sid, e, path, text)
                     continue
-                call_id = norm_id(tcm.get("tool_call_id")) or f"event-{norm_id(e.get('id')) or i}"
+                call_id = norm_id(tcm.get("tool_call_id")) or (
+                    _flat_id(e, flat_seen) if flat else f"event-{norm_id(e.get('id')) or i}")
                 name = tcm.get("function_name") or kind
                 thought = args.get("thought")
                 if kind == "think":
                     if isinstance(thought, str):
                         ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=thought,
-                                call_id=call_id, tool_name=name, command=None, origin=(*path, "args", "thought"))
+                                call_id=call_id, tool_name=name, command=None, origin=(*argp, "thought"))
                         ctx.calls.add_call(call_id, f"m{i}.c0")
                         action_info[norm_id(e.get("id"))] = dict(step=st, call_id=call_id, name=name, cmd=None, seg=f"m{i}.c0")
+                        unanswered.append(action_info[norm_id(e.get("id"))])
                     continue
                 if isinstance(thought, str) and thought:
                     ctx.add(f"m{i}", step=st, role=Role.assistant, kind=SegmentKind.message, text=thought,
-                            origin=(*path, "args", "thought"))
+                            origin=(*argp, "thought"))
                     ctx.mirror_if_equal(f"m{i}", e, path, thought)
                 if kind == "finish":
                     final = args.get("final_thought")
                     if isinstance(final, str) and final and final != thought:
                         ctx.add(f"m{i}.c0", step=st, role=Role.assistant, kind=SegmentKind.tool_call, text=final,
-                                call_id=call_id, tool_name=name, origin=(*path, "args", "final_thought"))
+                                call_id=call_id, tool_name=name, origin=(*argp, "final_thought"))
                         ctx.calls.add_call(call_id, f"m{i}.c0")
                     continue
                 field_name = _CALL_FIELD.get(str(kind))
                 if field_name and isinstance(args.get(field_name), str):
                     text = args[field_name]
-                    origin: tuple[str | int, ...] = (*path, "args", field_name)
+                    origin: tuple[str | int, ...] = (*argp, field_name)
                     cmd = text
                 else:
                     # the payload argument, so the text is in the file and can be rewritten
                     key = next((k for k in _PAYLOAD_ARGS if isinstance(args.get(k), str) and args[k]), None)
                     if key is not None:
-                        text, origin = args[key], (*path, "args", key)
+                        text, origin = args[key], (*argp, key)
                     else:
                         rest = {k: v for k, v in args.items() if k not in _NOISE_ARGS and v is not None}
                         text, origin = json.dumps(rest, ensure_ascii=False, sort_keys=True), ()
@@ -242,6 +277,7 @@ class OpenHandsFormat(Format):
                         call_paths=(args["path"],) if name_of(args.get("path")) else ())
                 ctx.calls.add_call(call_id, f"m{i}.c0")
                 action_info[norm_id(e.get("id"))] = dict(step=st, call_id=call_id, name=name, cmd=cmd, seg=f"m{i}.c0")
+                unanswered.append(action_info[norm_id(e.get("id"))])
                 continue
             # observation
             obs = e.get("observation")
@@ -249,6 +285,10 @@ class OpenHandsFormat(Format):
                 continue
             cause = norm_id(e.get("cause"))
             info = action_info.get(cause) if cause is not None else None
+            if info is None and flat and unanswered:
+                info = unanswered.pop()
+            elif info is not None and info in unanswered:
+                unanswered.remove(info)
             st = info["step"] if info else max(step, 1)
             parts = _text_parts(e.get("content"), (*path, "content")) or [((), "")]
             if obs == "recall":
@@ -259,6 +299,8 @@ class OpenHandsFormat(Format):
             extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
             meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
             exit_code = meta.get("exit_code") if isinstance(meta.get("exit_code"), int) else None
+            if exit_code is None and flat and isinstance(e.get("exit_code"), int) and not isinstance(e["exit_code"], bool):
+                exit_code = e["exit_code"]
             is_error: bool | None = None
             if exit_code is not None:
                 is_error = exit_code != 0
@@ -539,3 +581,97 @@ class _Ctx:
     def mirror_if_equal(self, sid: str, event: dict[str, Any], path: tuple[str | int, ...], text: str) -> None:
         if text and event.get("message") == text:
             self.mirrors.setdefault(sid, []).append((*path, "message"))
+
+
+# ---------------------------------------------------------------------------- resolver / eval output.jsonl
+
+
+class OpenHandsOutputState(StyledState):
+    """One OpenHands state per run, with that run's own segments (ids and origins relative to the
+    run record), so each run is written back by the event-stream writer."""
+
+    runs: list[Any] = Field(default_factory=list)  # (line index, run Document) per run
+
+
+def _run_records(probe: Probe) -> list[Any] | None:
+    recs = jsonl_records(probe)
+    if recs is None or not all(isinstance(r, dict) and isinstance(r.get("history"), list) for r in recs):
+        return None
+    return recs
+
+
+@register
+class OpenHandsOutputFormat(StyledFormat):
+    name = "openhands-output"
+    State = OpenHandsOutputState
+    title = "OpenHands resolver / evaluation output.jsonl (one run a line, each with its event 'history')"
+    detection = ("JSONL (or one line) of run records each holding a 'history' list of OpenHands V0 events "
+                 "('action'/'observation', with 'args' and ids, or flat as the resolver writes them)")
+    container = "jsonl"
+
+    def sniff(self, probe: Probe) -> tuple[bool, str]:
+        recs = _run_records(probe)
+        if recs is None:
+            return False, "not JSONL of records with a 'history' list"
+        for r in recs:
+            h = r["history"]
+            if h and not all(_is_v0(e) or _is_flat_v0(e) for e in h):
+                return False, "a 'history' holds items that are not OpenHands V0 events"
+        if not any(r["history"] for r in recs):
+            return False, "every 'history' is empty"
+        return True, "OpenHands output.jsonl"
+
+    def read(self, probe: Probe) -> Document:
+        recs = _run_records(probe)
+        if recs is None:
+            raise self.fail(probe, "expected JSONL records with a 'history' list")
+        inner = get_format("openhands")
+        segments: list[Segment] = []
+        runs: list[Any] = []
+        pairs: list[tuple[str, str]] = []
+        mirrors: dict[str, list[tuple[str | int, ...]]] = {}
+        step0 = 0
+        for j, rec in enumerate(recs):
+            sub = inner.read_value(probe, rec, where=f"line {record_line(probe, j)}: ")
+            runs.append((j, sub))
+            pre = f"r{j}."
+            top = 0
+            for s in sub.segments:
+                st = s.step + step0 if s.step else 0
+                top = max(top, st)
+                segments.append(s.model_copy(update={"id": pre + s.id, "index": len(segments), "step": st,
+                                                     "step_id": f"s{st}", "origin": (j, *s.origin) if s.origin else ()}))
+            step0 = max(step0, top)
+            pairs += [(pre + c, pre + r) for c, r in sub.state.pairs]
+            for sid, paths in sub.state.mirrors.items():
+                mirrors[pre + sid] = [(j, *mp) for mp in paths]
+        data = probe.jsonl if probe.jsonl is not None else [probe.json_value]
+        doc = self.new_document(data, segments, probe.raw.source)
+        update_state(doc.state, runs=runs, pairs=pairs, mirrors=mirrors)
+        self.note_style(doc, probe, lines=True)
+        return doc
+
+    def write(self, doc: Document, edits: Edits | None = None) -> Any:
+        state = self.state_of(doc)
+        data = self.copy_data(doc, edits)
+        if edits is None or edits.is_empty():
+            return self.finish(doc, data, False)
+        inner = get_format("openhands")
+        summary_run = None
+        if edits.summary:
+            first = min((s.index for s in doc.segments if s.id in edits.drop), default=None)
+            summary_run = int(doc.segments[first].id[1:].split(".")[0]) if first is not None else 0
+        for j, sub in state.runs:
+            pre = f"r{j}."
+            cut = len(pre)
+            run_edits = Edits(replace={k[cut:]: v for k, v in edits.replace.items() if k.startswith(pre)},
+                              drop={k[cut:] for k in edits.drop if k.startswith(pre)},
+                              summary=edits.summary if j == summary_run else None, in_place=True)
+            if run_edits.is_empty():
+                continue
+            view = Document(sub.format, data[j], sub.segments, sub.source, state=sub.state)
+            data[j] = inner.write(view, run_edits)
+        return self.finish(doc, data, True)
+
+    def make_message(self, role: str, text: str) -> Any:
+        return get_format("openhands").make_message(role, text)

@@ -4,7 +4,7 @@ picking one for an input."""
 from __future__ import annotations
 
 from ..errors import InputError
-from .base import Document, Format, Probe
+from .base import Document, Format, Probe, jsonl_layout
 
 __all__ = ["REGISTRY", "detect", "get_format", "read_document", "register"]
 
@@ -51,6 +51,8 @@ def read_document(probe: Probe, format_name: str = "auto") -> Document:
                 raise InputError(probe.jsonl_error, source=probe.raw.source)
             raise InputError(f"input is not in the {fmt.name} layout: {why}", source=probe.raw.source)
     doc = fmt.read(probe)
+    if doc.layout is None and fmt.container == "jsonl":
+        doc.layout = jsonl_layout(probe)
     doc.diagnostics[:0] = list(probe.raw.diagnostics)
     doc.style = probe.raw.json_style(fmt.container)
     return doc
