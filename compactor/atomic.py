@@ -54,19 +54,22 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~mask  # as a new file would have them
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, dir_mode: int = 0o777, durable: bool = False) -> None:
-    """Write DATA to PATH atomically (the file is private to the user, as ``mkstemp`` makes it).
+def write_bytes_atomic(path: Path, data: bytes, *, dir_mode: int = 0o777, durable: bool = False,
+                       keep_mode: bool = False) -> None:
+    """Write DATA to PATH atomically (the file is private to the user, as ``mkstemp`` makes it,
+    unless ``keep_mode``: a user's output, with the mode of the file it replaces or the umask's).
 
     ``dir_mode``: the mode of folders created for it (0o700 for private state); ``durable``: flush to
     disk (``fsync``) before the rename. An ``OSError`` leaves no temporary file behind."""
     path.parent.mkdir(mode=dir_mode, parents=True, exist_ok=True)
-    with TempBeside(path) as tmp, open(tmp, "wb") as fh:
+    with TempBeside(path, keep_mode=keep_mode) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
         if durable:
             fh.flush()
             os.fsync(fh.fileno())
 
 
-def write_text_atomic(path: Path, text: str, *, dir_mode: int = 0o777, durable: bool = False) -> None:
+def write_text_atomic(path: Path, text: str, *, dir_mode: int = 0o777, durable: bool = False,
+                      keep_mode: bool = False) -> None:
     """:func:`write_bytes_atomic` of TEXT in UTF-8, written as it is (no newline translation)."""
-    write_bytes_atomic(path, text.encode("utf-8"), dir_mode=dir_mode, durable=durable)
+    write_bytes_atomic(path, text.encode("utf-8"), dir_mode=dir_mode, durable=durable, keep_mode=keep_mode)

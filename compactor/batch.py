@@ -63,7 +63,7 @@ __all__ = [
 #: Columns of every :func:`compact_record` result, in this order.
 RESULT_COLUMNS = (
     "id", "ok", "error", "error_code", "format", "level", "tokens_before", "tokens_after",
-    "protected", "placeholders", "diagnostics", "evidence", "input_sha256", "output_sha256", "output",
+    "protected", "placeholders", "diagnostics", "evidence", "input_sha256", "output_sha256", "output", "note",
 )
 
 EMITS = ("messages", "json", "anchor", "markdown", "report")
@@ -205,7 +205,8 @@ def _error_row(rid: str, payload: Any, message: str, code: int) -> dict[str, Any
     sha = hashlib.sha256(_input_bytes(payload)).hexdigest() if payload is not None else None
     return {"id": rid, "ok": False, "error": message, "error_code": code, "format": None, "level": None,
             "tokens_before": None, "tokens_after": None, "protected": None, "placeholders": None,
-            "diagnostics": None, "evidence": None, "input_sha256": sha, "output_sha256": None, "output": None}
+            "diagnostics": None, "evidence": None, "input_sha256": sha, "output_sha256": None, "output": None,
+            "note": None}
 
 
 def compact_record(record: Mapping[str, Any], config: BatchConfig | None = None) -> dict[str, Any]:
@@ -225,6 +226,9 @@ def compact_record(record: Mapping[str, Any], config: BatchConfig | None = None)
         text = render(result, cfg.emit, lang=cfg.compactor.lang)
         counter = comp.counter
         rep = result.report
+        kept = None
+        if cfg.emit == "messages" and isinstance(payload, (str, bytes)):
+            text, kept = _never_larger(result, text, payload)
         families: dict[str, int] = {}
         for sp in rep.protected:
             families[sp.family] = families.get(sp.family, 0) + 1
@@ -239,11 +243,12 @@ def compact_record(record: Mapping[str, Any], config: BatchConfig | None = None)
             "tokens_after": counter.count(text),
             "protected": len(rep.protected),
             "placeholders": len(rep.placeholders),
-            "diagnostics": len(rep.diagnostics),
+            "diagnostics": len(rep.diagnostics) + (kept is not None),
             "evidence": json.dumps(dict(sorted(families.items())), separators=(",", ":")),
             "input_sha256": hashlib.sha256(_input_bytes(payload)).hexdigest(),
             "output_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
             "output": text,
+            "note": kept,
         }
     except CompactorError as exc:
         line = exc.one_line()
@@ -255,6 +260,28 @@ def compact_record(record: Mapping[str, Any], config: BatchConfig | None = None)
     except Exception as exc:  # noqa: BLE001 - one bad record must not stop a corpus
         detail = " ".join(str(exc).split())[:300]
         return _error_row(rid, payload, f"{rid}: internal error: {type(exc).__name__}: {detail}", 1)
+
+
+def _never_larger(result: Any, text: str, payload: str | bytes) -> tuple[str, str | None]:
+    """The output in the input's own layout, or the input itself when nothing was compacted (byte
+    for byte) or when the written result would be larger than the input (and why)."""
+    raw = payload if isinstance(payload, str) else _decoded(payload)
+    if raw is None:
+        return text, None
+    if result.unchanged:
+        return raw, None
+    written, size = len(text.encode("utf-8", "surrogatepass")), len(raw.encode("utf-8", "surrogatepass"))
+    if written > size:
+        return raw, (f"the compacted output ({written} bytes) would be larger than the input ({size} bytes): "
+                     "the input is written as it is")
+    return text, None
+
+
+def _decoded(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _trim_record(rid: str, payload: Any, cfg: BatchConfig, counter: Any) -> dict[str, Any]:
@@ -275,6 +302,7 @@ def _trim_record(rid: str, payload: Any, cfg: BatchConfig, counter: Any) -> dict
         "input_sha256": hashlib.sha256(payload).hexdigest(),
         "output_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         "output": text,
+        "note": None,
     }
 
 
@@ -391,6 +419,7 @@ def _entry(task: FileTask, row: Mapping[str, Any], fingerprint: str, out: str | 
         "config": fingerprint,
         "error": row.get("error"),
         "error_code": row.get("error_code"),
+        "note": row.get("note"),
     }
 
 
@@ -416,7 +445,7 @@ def run_file_task(task: FileTask, config: BatchConfig, fingerprint: str) -> dict
     del data
     if row["ok"]:
         try:
-            write_text_atomic(Path(task.out), row["output"])
+            write_text_atomic(Path(task.out), row["output"], keep_mode=True)
         except OSError as exc:
             row = {**row, "ok": False, "error": f"{task.out}: cannot write output: {exc.strerror}", "error_code": 1,
                    "output_sha256": None}
@@ -543,15 +572,23 @@ def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchCon
         if target.resolve() == report_path.resolve():
             raise ConfigError(f"the output of {path} would overwrite the report {report_path}; pass --report FILE")
         tasks.append(FileTask(str(path), name, str(target), path.stat().st_size, previous.get(name)))
-    out.mkdir(parents=True, exist_ok=True)
-    report_path.parent.mkdir(parents=True, exist_ok=True)
+    for folder, what in ((out, "--out"), (report_path.parent, "the report's folder")):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create {what}: {exc.strerror or exc}; pass a folder you can write to",
+                             source=str(folder)) from None
     n = workers if workers and workers > 0 else (os.cpu_count() or 1)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _Progress(sum(t.size for t in tasks), len(tasks), show)
     started = time.perf_counter()
     entries: dict[str, dict[str, Any]] = {}
     # progress of this run is appended as it happens: an interrupted run resumes from it
-    log = open(report_path, "a", encoding="utf-8")
+    try:
+        log = open(report_path, "a", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc.strerror or exc}; pass a folder you can write to",
+                         source=str(report_path)) from None
     try:
         def done(entry: dict[str, Any], size: int) -> None:
             entries[entry["input"]] = entry
@@ -574,7 +611,7 @@ def run(inputs: Sequence[str], out_dir: str | os.PathLike[str], config: BatchCon
         bar.close()
         log.close()
     ordered = [entries[t.name] for t in tasks if t.name in entries]
-    write_text_atomic(report_path, "".join(_dump_entry(e) for e in ordered))
+    write_text_atomic(report_path, "".join(_dump_entry(e) for e in ordered), keep_mode=True)
     return BatchSummary(ordered, report_path, time.perf_counter() - started)
 
 

@@ -346,20 +346,36 @@ class _Output:
     all. The text goes to a temporary file beside it, renamed into place when the command
     succeeds and removed when it fails: a failed run leaves the old file as it was, and ``-o``
     may name the input itself (it is read to its end before it is replaced). A path that is not
-    a regular file (``/dev/null``, a pipe) is written as it is."""
+    a regular file (``/dev/null``, a pipe) is written as it is. A replaced file keeps its
+    permissions; a new one gets the umask's.
 
-    def __init__(self, path: str | None):
+    ``source``: the input file, when the output is the input in its own layout. The output is then
+    held (in the temporary file) until it is complete, and the input's own bytes are written
+    instead when nothing was compacted (:attr:`unchanged`, set by the caller: byte for byte the
+    input) or when the written output would be larger than the input (:attr:`kept` says why)."""
+
+    def __init__(self, path: str | None, source: Path | None = None):
         self.path = None if path is None or path == "-" else Path(path)
         self.fh: Any = sys.stdout
         self.tmp: str | None = None
+        self.source = source
+        self.unchanged = False
+        self.kept: str | None = None
+        self._direct = False  # writing straight to a device or pipe named by -o
 
     def __enter__(self):
         p = self.path
-        if p is None:
+        if p is None and self.source is None:
             return self.fh
         try:
-            if p.exists() and not p.is_file():
+            if p is not None and p.exists() and not p.is_file():
                 self.fh = open(p, "w", encoding="utf-8", newline="")
+                self._direct = self.source is None
+                if self.source is not None:
+                    self.fh.close()
+                    self.fh = self._spool()
+            elif p is None:
+                self.fh = self._spool()
             else:
                 import tempfile  # here: a run that writes to standard output never pays for it
 
@@ -369,18 +385,72 @@ class _Output:
             raise self._error(exc) from None
         return self.fh
 
+    @staticmethod
+    def _spool() -> "_Held":
+        return _Held()
+
     def _error(self, exc: OSError):
         from . import InputError
 
-        return InputError(f"cannot write output: {exc.strerror or exc}", source=str(self.path))
+        return InputError(f"cannot write output: {exc.strerror or exc}", source=str(self.path or "<stdout>"))
+
+    def _keep_input(self) -> bool:
+        """Whether the input's own bytes are the output (see the class); sets :attr:`kept`."""
+        if self.source is None:
+            return False
+        if self.unchanged:
+            return True
+        self.fh.flush()
+        written = self.fh.buffer.tell()
+        size = self.source.stat().st_size
+        if written > size:
+            self.kept = (f"the compacted output ({written} bytes) would be larger than the input ({size} bytes): "
+                         "the input is written as it is")
+            return True
+        return False
+
+    def _copy_to(self, dest, keep: bool) -> None:
+        """The held output (or the input, ``keep``) into the text stream ``dest``."""
+        dest.flush()
+        target = getattr(dest, "buffer", dest)
+        if keep:
+            with open(self.source, "rb") as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    target.write(block)
+        else:
+            self.fh.flush()
+            self.fh.buffer.copy_to(target)
+        target.flush()
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if self.path is None:
+        if self.path is None and self.source is None:
             if exc_type is None:
                 self.fh.flush()
             return False
+        if self.path is None or (self.tmp is None and not self._direct):  # held: standard output or a device
+            try:
+                if exc_type is None:
+                    keep = self._keep_input()
+                    if self.path is None:
+                        self._copy_to(sys.stdout, keep)
+                    else:
+                        with open(self.path, "w", encoding="utf-8", newline="") as dest:
+                            self._copy_to(dest, keep)
+            except OSError as e:
+                if exc_type is None and not isinstance(e, BrokenPipeError):
+                    raise self._error(e) from None
+                if isinstance(e, BrokenPipeError):
+                    raise
+            finally:
+                self.fh.close()
+            return False
         tmp, self.tmp = self.tmp, None
         try:
+            if tmp is not None and exc_type is None and self._keep_input():
+                self.fh.close()
+                import shutil
+
+                shutil.copyfile(self.source, tmp)
             self.fh.close()
             if tmp is not None and exc_type is None:
                 try:
@@ -404,11 +474,71 @@ class _Output:
         return False
 
 
+class _HeldBytes:
+    """The bytes of a held output: in memory up to 8 MiB, then in a temporary file (imported only
+    then: a short run does not pay for it)."""
+
+    LIMIT = 8 << 20
+
+    def __init__(self) -> None:
+        self._mem = io.BytesIO()
+        self._file: Any = None
+
+    def write(self, data: bytes) -> int:
+        if self._file is None:
+            self._mem.write(data)
+            if self._mem.tell() > self.LIMIT:
+                import tempfile
+
+                self._file = tempfile.TemporaryFile()
+                self._file.write(self._mem.getbuffer())
+                self._mem = io.BytesIO()
+        else:
+            self._file.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def tell(self) -> int:
+        return self._mem.tell() if self._file is None else self._file.tell()
+
+    def copy_to(self, target) -> None:
+        if self._file is None:
+            target.write(self._mem.getbuffer())
+            return
+        self._file.seek(0)
+        for block in iter(lambda: self._file.read(1 << 20), b""):
+            target.write(block)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+class _Held:
+    """A text stream whose UTF-8 bytes are held (:class:`_HeldBytes`, its ``buffer``) until the
+    command is done with it."""
+
+    def __init__(self) -> None:
+        self.buffer = _HeldBytes()
+
+    def write(self, text: str) -> int:
+        self.buffer.write(text.encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.buffer.close()
+
+
 def _stream_compact(comp, args, stream_compact) -> bool:
     """Compact the input by the fold, written through an :class:`_Output` opened on the first
     write: False (nothing opened, nothing written) when the fold leaves the file to the in-memory
     path. Opened only then, a pipe or device named by ``-o`` is opened once."""
-    out = _Output(args.output)
+    out = _Output(args.output, Path(args.input) if args.emit == "messages" else None)
     fh = None
 
     def write(text: str) -> None:
@@ -427,8 +557,15 @@ def _stream_compact(comp, args, stream_compact) -> bool:
         return False
     if fh is None:
         fh = out.__enter__()
+    out.unchanged = report.level == 0 and report.tokens_after == report.tokens_before
     out.__exit__(None, None, None)
+    _kept_warning(out)
     return True
+
+
+def _kept_warning(out: "_Output") -> None:
+    if out.kept:
+        sys.stderr.write(f"compactor: note: {out.kept}\n")
 
 
 def _store_spec(args) -> str:
@@ -479,11 +616,18 @@ def cmd_compact(args) -> int:
     result = comp.compact(doc)  # the raw text is no longer referenced: a large input is not held twice
     if args.emit not in ("json", "messages"):
         text = render(result, args.emit, lang=comp.config.lang)  # errors (no anchor) before the output opens
-    with _Output(args.output) as out:
+    # the input in its own layout: never larger than it came, and itself when nothing was compacted
+    # (an input whose undecodable bytes were replaced is written decoded, as the warning said)
+    source = Path(args.input) if args.emit == "messages" and args.input != "-" and Path(args.input).is_file() \
+        and not any(d.code == "invalid-utf8" for d in result.report.diagnostics) else None
+    output = _Output(args.output, source)
+    output.unchanged = result.unchanged
+    with output as out:
         if args.emit in ("json", "messages"):
             render_to(result, args.emit, out, lang=comp.config.lang)  # streamed: never one string
         else:
             out.write(text)
+    _kept_warning(output)
     return 0
 
 
@@ -526,12 +670,20 @@ def cmd_trim(args) -> int:
     _resume_gc()
     if args.input != "-":
         _check_log_path(Path(args.input), args.input)
+    # a file (not standard input) is never written back larger than it is: the output is held
+    # until it is complete (the receipt and the annotations of --github are extra lines by design)
+    source = Path(args.input) if args.input != "-" and not args.github and Path(args.input).is_file() else None
+    output = _Output(args.output, source)
     try:
-        with _Output(args.output) as out:
+        with output as out:
+            # the middle of a line too long to keep goes to the store (opened only then): its ref expands it
+            cuts = lambda: _open_store(args)  # noqa: E731
             if args.input == "-":
-                stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline)
+                stats = trim_to(out, sys.stdin.buffer, options=opts, rules=args.rules, store=store, baseline=baseline,
+                                cut_store=cuts)
             else:
-                stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline)
+                stats = trim_to(out, args.input, options=opts, rules=args.rules, store=store, baseline=baseline,
+                                cut_store=cuts)
     except BrokenPipeError:
         # the reader went away: keep reading standard input to its end, so the producer upstream
         # is not killed by SIGPIPE and its exit status (set -o pipefail) stays its own
@@ -539,7 +691,8 @@ def cmd_trim(args) -> int:
             while sys.stdin.buffer.read(1 << 20):
                 pass
         raise
-    if receipt == "stderr" and stats.folded:
+    _kept_warning(output)
+    if receipt == "stderr" and stats.folded and not output.kept:
         sys.stderr.write(stats.receipt() + "\n")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.github and summary_path:

@@ -46,6 +46,9 @@ class CompactorConfig(Record, validate=True):
     llm_base_url: str | None = Field(default=None, description="the LLM provider's API base URL")
     llm_timeout: float = Field(default=60.0, description="seconds per LLM request")
     llm_retries: int = Field(default=2, description="retries of a failed LLM request")
+    time_limit: float | None = Field(default=None, gt=0,
+                                     description="seconds one compaction may take; past it the input passes "
+                                                 "through as it is and the report says so (default: no limit)")
 
 
 def make_config(config: CompactorConfig | None = None, **options) -> CompactorConfig:

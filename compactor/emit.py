@@ -34,7 +34,7 @@ def render(result: CompactionResult, emit: str = "json", *, lang: str = "en") ->
     if emit == "json":
         return _dump(_json_dict(result))
     if emit == "messages":
-        return get_format(result.format).dumps(result.messages)
+        return get_format(result.format).dumps(result.messages, result.layout)
     if emit == "report":
         return _dump(result.report.model_dump(mode="json"))
     if emit in ("anchor", "markdown", "handoff"):
@@ -95,12 +95,13 @@ def _report_dict(report, lists: dict) -> dict:
             for k in type(report).model_fields if k in _ONE_BY_ONE or k in dumped}
 
 
-def write_parts(report, anchor, emit: str, write, *, messages, lists: dict) -> None:
+def write_parts(report, anchor, emit: str, write, *, messages, lists: dict, style=None) -> None:
     """What :func:`write` writes of a result, from its parts: the report (its long lists in
-    ``lists``), the anchor and the layout's messages, each list written item by item as the
-    encoder reaches it (a compaction that never held its output whole)."""
+    ``lists``), the anchor and the layout's messages (in ``style``: the input's JSON layout), each
+    list written item by item as the encoder reaches it (a compaction that never held its output
+    whole)."""
     if emit == "messages":
-        write_json(messages, write)
+        write_json(messages, write, style=style)
         return
     if emit != "json":
         raise ConfigError(f"--emit {emit} is written from a whole result")
@@ -121,7 +122,7 @@ def write(result: CompactionResult, emit: str, out: TextIO, *, lang: str = "en")
     if emit == "json":
         write_json(_json_dict_streamed(result), out.write)
     elif emit == "messages":
-        get_format(result.format).dump(result.messages, out.write)
+        get_format(result.format).dump(result.messages, out.write, result.layout)
     else:
         out.write(render(result, emit, lang=lang))
 

@@ -526,6 +526,11 @@ class CompactionResult(Frozen):
     anchor: Anchor | None = None
     report: Report
     handoff: str | None = None
+    layout: Any = Field(default=None, repr=False, compare=False,
+                        description="how the input's JSON was written (indentation, separators, escaping, line "
+                                    "ends; a JsonStyle): render() writes the messages the same way; None: the "
+                                    "layout's default")
+    unchanged: bool = Field(default=False, description="nothing was compacted: the messages are the input's own")
 
     def to_json_dict(self, *, report: bool = True) -> dict[str, Any]:
         """The result as JSON data (``report=False``: the report is left for the caller to add)."""

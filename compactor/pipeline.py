@@ -17,6 +17,7 @@ for every :meth:`Compactor.compact` call, a lasting one in a :class:`~compactor.
 from __future__ import annotations
 
 import os
+import time
 from collections import OrderedDict
 from itertools import chain, compress
 from typing import Any, Callable
@@ -115,6 +116,10 @@ class Conversation:
         return found
 
 
+class OverTime(Exception):
+    """The compaction ran past its time limit (``config.time_limit``); ``args[0]``: where."""
+
+
 class PipelineState(Record, plain=True, frozen=False):
     """Private, mutable working state of one compaction. Only frozen results leave it."""
 
@@ -152,7 +157,13 @@ class PipelineState(Record, plain=True, frozen=False):
     writer: Callable[[Document, Edits], Any] | None = None  # a session's incremental writer
     llm_report: dict[str, Any] | None = None
     result: CompactionResult | None = None
+    deadline: float | None = None  # time.monotonic() past which the input passes through (config.time_limit)
     _spans_for: tuple | None = Field(default=None, repr=False)  # what the span memo was last brought up to date with
+
+    def check_time(self, where: str) -> None:
+        """Raise :class:`OverTime` when the call's time limit has passed."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise OverTime(where)
 
     @property
     def segments(self) -> list[Segment]:
@@ -357,10 +368,43 @@ class Compactor:
             from .errors import ConfigError
 
             raise ConfigError(f"the pipeline needs the stage(s) {', '.join(sorted(missing))}")
-        for stage in self.stages.values():
-            stage(state)
+        if config.time_limit is not None:
+            state.deadline = time.monotonic() + config.time_limit
+        try:
+            for name, stage in self.stages.items():
+                if name == "write":
+                    state.check_time("before writing")
+                stage(state)
+                if name != "write":
+                    state.check_time(f"after the {name} stage")
+        except OverTime as exc:
+            self._pass_through(state, exc.args[0])
         assert state.result is not None
         return state
+
+    def _pass_through(self, state: PipelineState, where: str) -> None:
+        """The result of a compaction that ran past its time limit: the input as it is."""
+        doc = state.doc
+        if doc is None:  # (the limit is checked once the input is read)
+            raise AssertionError("no document to pass through")
+        conv = state.conversation
+        if conv is not None:
+            conv.replace_memo = None  # the next write of a session rewrites every record
+        replace, redacted = _raw_texts(doc, state.config.redact)  # what the caller asked never to send stays out
+        writer = state.writer or get_format(doc.format).write
+        messages = writer(doc, Edits(replace=replace, in_place=doc.disposable and state.writer is None))
+        doc.disposable = False
+        before = self._tokens_before(state)
+        limit = state.config.time_limit
+        diag = Diagnostic(code="time-limit", severity="warning",
+                          message=f"compaction ran past its time limit of {limit:g} s ({where}): the input "
+                                  f"passes through as it is" + (" (secrets redacted)" if redacted else ""))
+        report = Report(format=doc.format, tokens_before=before, tokens_after=before, token_counter=self.counter.name,
+                        level=0, levels_available=levels_available(), budget=state.config.budget,
+                        diagnostics=unique_diagnostics([*state.diagnostics, diag]), segments=len(doc.segments),
+                        stages=[*state.stages, "time-limit"], redacted=redacted)
+        state.result = CompactionResult(format=doc.format, messages=messages, anchor=None, report=report,
+                                        layout=doc.style, unchanged=not replace)
 
     def level1_texts(self, doc: Document) -> dict[str, str]:
         """Segment id -> its Level 1 text under this configuration (memoised per segment)."""
@@ -466,7 +510,10 @@ class Compactor:
         from .engine import TextView
 
         memo = self._detected
+        check = state.check_time if state.deadline is not None else None
         for seg in state.todo:
+            if check is not None:
+                check("while detecting")
             norm = state.normalized[seg.id]
             det = state.level1.detector.detect_view(TextView(norm), role=seg.role.value, segment_id=seg.id,
                                                     step_id=seg.step_id)
@@ -537,6 +584,7 @@ class Compactor:
                     key = (state.cache_tag, *_detect_key(seg), seg.command, seg.exit_code, prose)
                     o = memo.get(key)
                     if o is None:
+                        state.check_time("while collapsing")
                         o = state.level1.collapse_detected(seg.text, state.normalized[seg.id], det,
                                                            role=seg.role.value, segment_id=seg.id,
                                                            command=seg.command, exit_code=seg.exit_code,
@@ -712,10 +760,6 @@ class Compactor:
         in_place = doc.disposable and state.writer is None
         edits = Edits(replace=replace, drop=set(state.dropped), summary=state.summary, in_place=in_place,
                       touched=touched)
-        writer = state.writer or get_format(doc.format).write
-        messages = writer(doc, edits)
-        if in_place:
-            doc.disposable = False  # its data is the output now
         count = self._counter_for(conv)
         before = self._tokens_before(state)
         # the tokens of every text, counted again only where the text changed since the last turn
@@ -733,6 +777,24 @@ class Compactor:
         after = sum([c for sid, c in zip(ids, counts) if sid not in dropped] if dropped else counts)
         if state.summary:
             after += count(state.summary)
+        if after > before:
+            # never larger than what came in: the input passes through (redacted when asked), and why
+            raw, redacted = _raw_texts(doc, state.config.redact)
+            state.diagnostics.append(Diagnostic(
+                code="not-smaller", severity=Severity.info,
+                message=f"the compacted result ({after} tokens) would be larger than the input ({before} tokens): "
+                        f"the input passes through as it is"))
+            edits = Edits(replace=raw, in_place=in_place)
+            after = before if not raw else sum(map(count, [raw.get(sid, t) for sid, t in zip(ids, orig)]))
+            state.placeholders, state.level, state.summary, state.dropped = [], 0, None, set()
+            state.redacted = redacted
+            dropped = state.dropped
+            if conv is not None:
+                conv.replace_memo = None  # the next write of a session rewrites every record
+        writer = state.writer or get_format(doc.format).write
+        messages = writer(doc, edits)
+        if in_place:
+            doc.disposable = False  # its data is the output now
         placeholders = _unique_placeholders(state.placeholders, state.dropped, conv)
         protected = state.spans_sorted()
         red = state.redactor
@@ -780,7 +842,23 @@ class Compactor:
                 if conv is not None:
                     conv.bound_memo = (key, full, anchor)
         state.result = CompactionResult(format=doc.format, messages=messages, anchor=anchor, report=report,
-                                        handoff=state.handoff)
+                                        handoff=state.handoff, layout=doc.style, unchanged=edits.is_empty())
+
+
+def _raw_texts(doc: Document, redact: bool) -> tuple[dict[str, str], dict[str, int]]:
+    """What the input passing through as it is replaces: nothing, or (``redact``) every text with a
+    secret, redacted; and the secrets redacted per rule."""
+    if not redact:
+        return {}, {}
+    from .secrets import Redactor
+
+    red = Redactor()
+    replace: dict[str, str] = {}
+    for seg in doc.segments:
+        new, found = red.redact(seg.text)
+        if found:
+            replace[seg.id] = new
+    return replace, red.counts()
 
 
 def _redact_anchor(anchor: Anchor, redactor=None) -> tuple[Anchor, int]:

@@ -606,6 +606,8 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
             report, anchor, summary = _finish(fold)
         except LedgerOverrun:
             return None  # (nothing written yet) the in-memory path holds every fact
+        if report.tokens_after > report.tokens_before:
+            return None  # (nothing written yet) larger than the input: the pipeline passes the input through
         insert = None
         if summary:
             at = 1 if fold.sv.first_role in ("system", "developer") else 0
@@ -616,7 +618,9 @@ def stream_compact(comp, path: str | os.PathLike[str], write: Callable[[str], An
         if write is not None:
             from .emit import write_parts
 
-            write_parts(report, anchor, emit, write, messages=messages,
+            from .formats.style import detect_file_style
+
+            write_parts(report, anchor, emit, write, messages=messages, style=detect_file_style(p, "json"),
                         lists={"protected": _Items([fold.spans]), "placeholders": _Items([fold.ph_level1, fold.ph_older])})
         return report
     finally:

@@ -316,8 +316,10 @@ class _Tiktoken:
 
 
 def _split_points(text: str, size: int):
-    """Chunk ends at a newline followed by a non-space character: cl100k's pre-tokeniser
-    splits there anyway, so counting chunk by chunk gives the same total."""
+    """Chunk ends where cl100k's pre-tokeniser splits anyway, so counting chunk by chunk gives the
+    same total: at a newline followed by a non-space character, else (a text with no such newline
+    near: one long line) before a single space between a non-space character and a letter (the
+    space opens the word's token; the token before it ends there)."""
     start = 0
     n = len(text)
     while start < n:
@@ -326,8 +328,17 @@ def _split_points(text: str, size: int):
             yield start, n
             return
         cut = end
+        bound = end + size  # past it without a newline boundary: a space boundary, if there is one
         while cut < n:
-            cut = text.find("\n", cut)
+            found = text.find("\n", cut, bound) if bound else text.find("\n", cut)
+            if found == -1 and bound:
+                space = _space_cut(text, end, min(n, bound))
+                if space != -1:
+                    cut = space
+                    break
+                cut, bound = max(cut, bound), 0  # none: the next newline boundary, however far
+                continue
+            cut = found
             if cut == -1 or cut + 1 >= n:
                 cut = n
                 break
@@ -337,6 +348,18 @@ def _split_points(text: str, size: int):
             cut += 1
         yield start, cut
         start = cut
+
+
+def _space_cut(text: str, lo: int, hi: int) -> int:
+    """The first position in [lo, hi) of a space between a non-space character and a letter; -1
+    when there is none."""
+    at = text.find(" ", lo, hi)
+    while at != -1:
+        if at > 0 and at + 1 < len(text) and not text[at - 1].isspace() and text[at + 1].isalpha() \
+                and text[at - 1] != "'":
+            return at
+        at = text.find(" ", at + 1, hi)
+    return -1
 
 
 def _cached_file_exists(name: str) -> bool:

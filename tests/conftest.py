@@ -1,10 +1,50 @@
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("COMPACTOR_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+# The test run writes nothing outside the checkout and one temporary folder (removed at exit):
+# the placeholder store, compactor's caches, the hooks' state, XDG caches, and npm's cache and
+# the npm packages the end-to-end tests install all live in it, whatever the environment says.
+# (Set before any test module imports compactor: the defaults are read when first used.)
+SESSION_TMP = Path(tempfile.mkdtemp(prefix="compactor-tests-"))
+atexit.register(shutil.rmtree, SESSION_TMP, True)
+os.environ["COMPACTOR_STORE"] = str(SESSION_TMP / "store.sqlite")
+os.environ["COMPACTOR_CACHE"] = str(SESSION_TMP / "cache")
+os.environ["COMPACTOR_HOOK_DIR"] = str(SESSION_TMP / "hooks")
+os.environ["XDG_CACHE_HOME"] = str(SESSION_TMP / "xdg-cache")
+os.environ["XDG_CONFIG_HOME"] = str(SESSION_TMP / "xdg-config")
+os.environ["XDG_DATA_HOME"] = str(SESSION_TMP / "xdg-data")
+os.environ["XDG_STATE_HOME"] = str(SESSION_TMP / "xdg-state")
+os.environ["npm_config_cache"] = str(SESSION_TMP / "npm-cache")
+os.environ.setdefault("COMPACTOR_E2E_CACHE", str(SESSION_TMP / "e2e"))
+
+E2E_HOW = "end-to-end test against a real npm client: run with -m e2e or COMPACTOR_E2E=1"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The end-to-end tests (npm downloads of the real Claude Code and Codex clients) run only when
+    asked: ``-m e2e`` (or any -m naming e2e), or COMPACTOR_E2E=1. Otherwise they are deselected."""
+    if "e2e" in (config.getoption("-m") or "") or os.environ.get("COMPACTOR_E2E") == "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("e2e") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_report_header(config):
+    if "e2e" not in (config.getoption("-m") or "") and os.environ.get("COMPACTOR_E2E") != "1":
+        return f"e2e tests deselected ({E2E_HOW}); test state in {SESSION_TMP}"
+    return f"test state in {SESSION_TMP}"
 
 try:  # Hypothesis: a bounded, derandomised profile in CI
     from hypothesis import HealthCheck, settings

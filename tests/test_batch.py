@@ -252,7 +252,11 @@ def test_compact_record_payload_kinds_agree(tmp_path):
     assert all(r == rows[0] for r in rows), [r["error"] for r in rows]
     assert rows[0]["ok"] and rows[0]["level"] >= 1 and rows[0]["tokens_after"] < rows[0]["tokens_before"]
     parsed = compact_record({"id": "t", "messages": json.loads(text)}, cfg)
-    assert parsed["ok"] and parsed["output"] == rows[0]["output"]
+    # the same messages; written in the file's own layout for its text (escaped non-ASCII, no final
+    # newline), in the layout's default for objects
+    assert not text.endswith("\n") and not rows[0]["output"].endswith("\n") and rows[0]["output"].isascii()
+    assert parsed["ok"] and json.loads(parsed["output"]) == json.loads(rows[0]["output"])
+    assert parsed["output"] == json.dumps(json.loads(rows[0]["output"]), ensure_ascii=False, indent=2) + "\n"
 
 
 def test_compact_record_never_raises_on_bad_records():

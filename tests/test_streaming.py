@@ -140,7 +140,11 @@ def test_streamed_output_is_the_in_memory_output(tmp_path_factory, msgs, wrap, e
     path = tmp / "t.json"
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
     got = _streamed(path, tmp / "store", emit, **options)
-    assert got is not None, "a chat conversation with unique call ids streams"
+    if got is None:  # only a result larger than its input goes the in-memory way: it passes the input through
+        res = Compactor(store=str(tmp / "store"), **options).compact(load_document(path))
+        assert "not-smaller" in [d.code for d in res.report.diagnostics], \
+            "a chat conversation with unique call ids streams"
+        return
     assert got == _in_memory(path, tmp / "store", emit, **options)
 
 

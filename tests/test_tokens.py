@@ -292,3 +292,22 @@ def test_the_count_cache_holds_a_bounded_number_of_characters(monkeypatch):
     assert held <= 50_000 + max(map(len, texts))
     assert c._cached_chars == held
     assert [c.count(t) for t in texts] == first == [c._count_chunked(t) for t in texts]
+
+
+def test_a_long_line_is_counted_in_bounded_pieces_with_the_same_total():
+    """A log with no line break (30 MB on one line) was counted whole: tiktoken's token list of it
+    held ~10 M Python ints. It is cut where cl100k's pre-tokeniser splits anyway (a space before a
+    letter), so the pieces stay small and their counts add up to the whole count."""
+    rng = random.Random(7)
+    words = ["ok;", "[INFO]", "step", "12", "it's", "don't", "  ", "é", "naïve", "—", "→", "3.14", "'s",
+             "A", "\t", "?!", "foo_bar", "Ünïcode", "x"]
+    enc = get_counter("cl100k_base").enc
+    for _ in range(20):
+        text = "".join(rng.choice(words) + rng.choice([" ", "", " ", "  "]) for _ in range(20000))
+        assert "\n" not in text
+        pieces = list(T._split_points(text, 4096))
+        assert len(pieces) > 10 and max(b - a for a, b in pieces) < 3 * 4096
+        assert sum(len(enc.encode_ordinary(text[a:b])) for a, b in pieces) == len(enc.encode_ordinary(text))
+    long_line = "".join(f"[INFO] step {i} processing item {i * 7 % 1000} ok; " for i in range(60000))
+    assert len(long_line) > T._CHUNK
+    assert get_counter("cl100k_base").count(long_line) == len(enc.encode_ordinary(long_line))

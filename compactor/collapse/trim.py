@@ -46,7 +46,8 @@ __all__ = ["Annotation", "Baseline", "TrimOptions", "TrimResult", "TrimStats", "
            "iter_decoded", "trim", "trim_stream", "trim_text", "trim_to"]
 
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_FILELINE = lazy_regex(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)")
+# ``file.go:12`` (most tools), ``File.java:[107,64]`` (Maven's compiler plugin: line and column)
+_FILELINE = lazy_regex(r"(?P<file>[\w./\\-]+\.[A-Za-z][\w]{0,7}):(?:(?P<line>\d+)|\[(?P<mline>\d+),(?P<col>\d+)\])")
 _KEY_CHARS = 200  # a line's shape is its first 200 characters (CI prefix removed), digits masked
 
 
@@ -85,7 +86,7 @@ class TrimStats(Plain):
 
     __slots__ = ("lines_in", "lines_out", "bytes_in", "bytes_out", "protected_lines", "folded_lines", "regions",
                  "baseline_lines", "repeated_blocks", "long_lines_cut", "invalid_utf8", "rule_timeouts",
-                 "passthrough", "annotations")
+                 "passthrough", "annotations", "note")
     _defaults = {
         "lines_in": 0, "lines_out": 0, "bytes_in": 0, "bytes_out": 0, "protected_lines": 0, "folded_lines": 0,
         "regions": 0,
@@ -94,6 +95,7 @@ class TrimStats(Plain):
         "long_lines_cut": 0, "invalid_utf8": 0, "rule_timeouts": 0,
         "passthrough": False,  # nothing was folded: the input was written untouched
         "annotations": Factory(list),  # ranked Annotation (with github=True)
+        "note": None,  # why the input was returned as it is although something folded (it would have grown)
     }
     _norepr = ("annotations",)
 
@@ -126,12 +128,14 @@ class Annotation(FrozenPlain):
     """A failure that names ``file:line``, for a GitHub ``::error`` annotation: ``file``,
     ``line``, ``message``, ``log_line`` (1-based line of the log), ``rule_id``, ``priority``."""
 
-    __slots__ = ("file", "line", "message", "log_line", "rule_id", "priority")
+    __slots__ = ("file", "line", "message", "log_line", "rule_id", "priority", "col")
+    _defaults = {"col": None}
 
     def command(self) -> str:
         msg = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         f = self.file.replace("%", "%25").replace(",", "%2C").replace(":", "%3A")
-        return f"::error file={f},line={self.line}::{msg}"
+        col = f",col={self.col}" if self.col is not None else ""
+        return f"::error file={f},line={self.line}{col}::{msg}"
 
 
 class Baseline:
@@ -267,10 +271,14 @@ _EVERY = 72  # a region keeps all its lines while it has at most this many
 
 class Trimmer:
     def __init__(self, detector: Detector, options: TrimOptions = TrimOptions(), store: Store | None = None,
-                 baseline: Baseline | None = None):
+                 baseline: Baseline | None = None, cut_store: Store | Callable[[], Store] | None = None):
         self.detector = detector
         self.opt = options
         self.store = store
+        # where the middle of an over-long line goes when it is cut (``store`` when given; else this,
+        # a store or a function that opens one, called on the first cut): the cut's ref expands it
+        self._cut_store = store if store is not None else cut_store
+        self._pieces = 0  # pieces a line without end was split into, past its first (not lines)
         self.baseline = baseline if baseline is not None and len(baseline) else None
         self.stats = TrimStats()
         self._region = _Region()
@@ -541,7 +549,7 @@ class Trimmer:
         for i, x in enumerate(norm) if norm and max(map(len, norm)) > opt.max_line_chars else ():
             if len(x) > opt.max_line_chars:
                 half = opt.max_line_chars // 2
-                norm[i] = x[:half] + f" [… {len(x) - 2 * half} characters cut] " + x[-half:]
+                norm[i] = x[:half] + f" [… {len(x) - 2 * half} characters cut{self._cut_ref(x[half:-half])}] " + x[-half:]
                 cut_long.append(i)
         view = TextView(joined if joined is not None and not cut_long else "\n".join(norm))
         self._view, self._keys = view, None  # shape keys of the block's lines, made when first needed
@@ -593,6 +601,15 @@ class Trimmer:
                 self._close_pend()
             self._flush_rep()
         return lines[cut:]
+
+    def _cut_ref(self, middle: str) -> str:
+        """`` · ref ID`` of the cut middle of an over-long line, put in the store (nothing without one)."""
+        store = self._cut_store
+        if store is None:
+            return ""
+        if not hasattr(store, "put"):
+            store = self._cut_store = store()
+        return " · ref " + store.put(middle.encode("utf-8", "surrogatepass"))
 
     def _lines_plain(self, norm: list[str], lines: list[str], prefix, runs: list[list[int]], cut: int,
                      base: int) -> None:
@@ -717,14 +734,16 @@ class Trimmer:
                 m = _FILELINE.search(body[:4096])
                 if not m:
                     continue
-                ref = (m.group("file"), int(m.group("line")))
+                col = m.group("col")
+                ref = (m.group("file"), int(m.group("line") or m.group("mline")))
                 if ref in self._seen_refs:
                     break
                 self._seen_refs.add(ref)
                 fam_rank = {"error": 0, "test-failure": 0, "trace": 1, "fileref": 2}[s.family]
                 lineno = self._lineno + ln + 1
                 rank = (fam_rank, -s.priority, lineno)
-                ann = Annotation(ref[0], ref[1], body.strip()[:500], lineno, s.rule_id, s.priority)
+                ann = Annotation(ref[0], ref[1], body.strip()[:500], lineno, s.rule_id, s.priority,
+                                 int(col) if col is not None else None)
                 item = (tuple(-x for x in rank), lineno, ann)
                 if len(self.annotations) < self.opt.max_annotations:
                     heapq.heappush(self.annotations, item)
@@ -796,6 +815,7 @@ class Trimmer:
                 if pending_len > opt.max_line_chars * 4:  # a line without end: cut it into pieces
                     add("".join(pending))
                     pending, pending_len = [], 0
+                    self._pieces += 1  # (counted as a line by add: not one)
                 continue
             parts = chunk.split("\n")
             if pending:
@@ -810,7 +830,10 @@ class Trimmer:
             self.stats.lines_in += 1
             self.stats.bytes_in += _nbytes(tail)
             block.append(tail)
+        elif self._pieces and self.stats.lines_in:
+            self.stats.lines_in += 1  # the last piece of a line without end was its end
         self.process_block(block, final=True)
+        self.stats.lines_in -= self._pieces
         if not self._decided:
             # nothing folded: the input goes out untouched
             self.stats.passthrough = True
@@ -879,11 +902,12 @@ def iter_decoded(stream: BinaryIO, stats: TrimStats | None = None, chunk_size: i
 
 
 def trim_stream(detector: Detector, stream: BinaryIO, out: TextIO, options: TrimOptions = TrimOptions(),
-                store: Store | None = None, baseline: Baseline | None = None) -> TrimStats:
+                store: Store | None = None, baseline: Baseline | None = None,
+                cut_store: Store | Callable[[], Store] | None = None) -> TrimStats:
     """Trim a byte stream into a text stream; returns the figures (with ``github=True``, the ranked
     annotations in ``.annotations``). Untouched input is written back byte for byte (to
-    ``out.buffer`` when the text stream has one)."""
-    t = Trimmer(detector, options, store, baseline)
+    ``out.buffer`` when the text stream has one). ``cut_store``: see :class:`Trimmer`."""
+    t = Trimmer(detector, options, store, baseline, cut_store)
 
     def sink(data: bytes) -> bool:
         if t.raw is None:
@@ -1005,17 +1029,28 @@ def trim(log: str | bytes | Path, *, baseline: str | bytes | Path | Baseline | I
 
         t.run(iter_decoded(io.BytesIO(data), t.stats, raw_sink=sink), parts.append)
     text = "".join(p if isinstance(p, str) else p.decode("utf-8", "replace") for p in parts)
+    size = len(data) if data is not None else t.raw_bytes if t.raw is not None else len(log.encode("utf-8", "surrogatepass"))
+    written = len(text.encode("utf-8", "surrogatepass"))
+    if written > size and not t.stats.passthrough:  # never larger than what came in
+        text = log if data is None else data.decode("utf-8", "replace")
+        t.stats.note = (f"the trimmed log ({written} bytes) would be larger than the input ({size} bytes): "
+                        "the input is returned as it is")
+        t.stats.passthrough = True
     return TrimResult(text, t.stats, tuple(t.ranked_annotations()))
 
 
 def trim_to(out: TextIO, log: BinaryIO | str | os.PathLike[str], *, baseline: Baseline | None = None,
             options: TrimOptions | None = None, rules: Iterable[str | Path] = (), store: Store | None = None,
-            source: str | None = None, **option_fields) -> TrimStats:
+            source: str | None = None, cut_store: Store | Callable[[], Store] | None = None,
+            **option_fields) -> TrimStats:
     """Trim a CI log into the text stream ``out`` as it is read, in bounded memory (what ``compactor
     trim`` runs); returns the figures (``.annotations``: the ranked failures). ``log``: a binary
     stream, or the path of a file (binary data is refused, naming ``source`` or the path). A log
-    with nothing to fold is written back byte for byte. The other arguments are as for
-    :func:`trim`, except that the receipt line is written by default (``receipt=False`` to omit)."""
+    with nothing to fold is written back byte for byte. ``cut_store``: where the middle of a line
+    longer than ``max_line_chars`` goes when no ``store`` is given (a store, or a function that
+    opens one on the first cut), so that the cut's ``ref`` expands it back. The other arguments are
+    as for :func:`trim`, except that the receipt line is written by default (``receipt=False`` to
+    omit)."""
     opts = options or TrimOptions(**option_fields)
     det = _detector(tuple(str(r) for r in rules))
     if isinstance(log, (str, os.PathLike)):
@@ -1023,8 +1058,8 @@ def trim_to(out: TextIO, log: BinaryIO | str | os.PathLike[str], *, baseline: Ba
         with open(log, "rb") as fh:
             check_text_log(fh.read(8192), name)
             fh.seek(0)
-            return trim_stream(det, fh, out, opts, store, baseline)
-    return trim_stream(det, log, out, opts, store, baseline)
+            return trim_stream(det, fh, out, opts, store, baseline, cut_store)
+    return trim_stream(det, log, out, opts, store, baseline, cut_store)
 
 
 def check_text_log(head: bytes, source: str) -> None:

@@ -20,6 +20,7 @@ from ..models import Diagnostic, Segment, SegmentKind
 from ..record import Field, Record
 from ..lazyre import lazy_regex
 from .calls import NOT_JSON, make_call, parse_arguments
+from .style import DEFAULT_JSON, DEFAULT_JSONL, JsonStyle, detect_style
 
 __all__ = [
     "LayoutState",
@@ -59,6 +60,10 @@ class RawInput(Record, plain=True, frozen=True):
 
     def is_blank(self) -> bool:
         return not self.text.strip()
+
+    def json_style(self, container: str) -> JsonStyle | None:
+        """How the text's JSON is written (None for a text layout): the output is written the same way."""
+        return detect_style(self.text, container)
 
 
 class Probe(Record, plain=True, frozen=False):
@@ -115,6 +120,9 @@ class Document(Record, plain=True, frozen=False):
     # nobody but the compaction holds ``data`` (it was parsed from a file, text or bytes, not passed
     # in as objects): the final write may build its output in it instead of in a copy
     disposable: bool = False
+    # how the input's JSON was written (indent, separators, escaping, line ends); None: it came as
+    # objects, and is written the layout's default way
+    style: JsonStyle | None = None
     # where each record of ``data`` sits in the text it was read from (a :class:`TextLayout`), so
     # that the writer gives back every record it did not change byte for byte; None: written anew
     layout: Any = None
@@ -401,21 +409,14 @@ def record_line(probe: Probe, index: int) -> int:
     return index + 1
 
 
-def write_json(obj: Any, write: Callable[[str], Any], piece_size: int = 1 << 16) -> None:
-    """Write ``json.dumps(obj, ensure_ascii=False, indent=2) + "\\n"`` through ``write`` in pieces of
-    about ``piece_size`` characters: the same text (``json.dumps`` with an indent joins exactly
-    these pieces), never held whole. (The encoder yields about one piece per 12 characters, each
-    a string object: a piece of 1 M characters held some 90,000 of them, about 6 MB.)"""
-    buf: list[str] = []
-    size = 0
-    for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
-        buf.append(piece)
-        size += len(piece)
-        if size >= piece_size:
-            write("".join(buf))
-            buf, size = [], 0
-    buf.append("\n")
-    write("".join(buf))
+def write_json(obj: Any, write: Callable[[str], Any], piece_size: int = 1 << 16,
+               style: JsonStyle | None = None) -> None:
+    """Write ``json.dumps(obj, ensure_ascii=False, indent=2) + "\\n"`` (or ``obj`` in ``style``)
+    through ``write`` in pieces of about ``piece_size`` characters: the same text, never held whole."""
+    (style or DEFAULT_JSON).dump(obj, write, piece_size)
+
+
+_TEXT_PIECE = 1 << 20
 
 
 # ---------------------------------------------------------------------------- the input's own text
@@ -720,29 +721,39 @@ class Format:
         """Return the document (as Python data, or text for text layouts) with edits applied."""
         raise NotImplementedError
 
-    def dumps(self, obj: Any) -> str:
-        """Serialise what :meth:`write` returned, in the layout's container (in the input's own
-        text layout when it kept one)."""
+    def style(self, style: JsonStyle | None = None) -> JsonStyle:
+        """The style to write in: the input's (``style``, from :attr:`Document.style`) or the
+        container's default (two-space indented JSON; one compact record a line for JSON Lines)."""
+        if style is not None:
+            return style
+        return DEFAULT_JSONL if self.container == "jsonl" else DEFAULT_JSON
+
+    def dumps(self, obj: Any, style: JsonStyle | None = None) -> str:
+        """Serialise what :meth:`write` returned, in the layout's container: in the input's own
+        text when the writer kept it (:class:`Laid`), else written the way ``style`` says (the
+        input's own layout: :attr:`Document.style`)."""
         if isinstance(obj, Laid):
             return "".join(obj.pieces())
         if self.container == "json":
-            return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+            return self.style(style).dumps(obj)
         if self.container == "jsonl":
-            return "".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n" for rec in obj)
+            return self.style(style).dumps_lines(obj)
         return obj
 
-    def dump(self, obj: Any, write: Callable[[str], Any]) -> None:
+    def dump(self, obj: Any, write: Callable[[str], Any], style: JsonStyle | None = None) -> None:
         """Write :meth:`dumps` of ``obj`` through ``write`` in pieces (never the whole text at once)."""
         if isinstance(obj, Laid):
             for piece in obj.pieces():
                 write(piece)
         elif self.container == "json":
-            write_json(obj, write)
+            self.style(style).dump(obj, write)
         elif self.container == "jsonl":
-            for rec in obj:
-                write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
-        else:
+            self.style(style).dump_lines(obj, write)
+        elif len(obj) <= _TEXT_PIECE:
             write(obj)
+        else:  # in pieces: a text stream encodes what it is given whole (a 30 MB log: 30 MB more)
+            for i in range(0, len(obj), _TEXT_PIECE):
+                write(obj[i:i + _TEXT_PIECE])
 
     def make_message(self, role: str, text: str) -> Any:
         """A new message/record in this layout (used to insert the anchor summary)."""

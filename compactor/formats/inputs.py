@@ -359,6 +359,13 @@ class FileText(RawInput):
     def is_blank(self) -> bool:
         return False  # only a file that parsed as JSON or JSONL is read this way
 
+    def json_style(self, container: str):
+        if self._text is not None:
+            return super().json_style(container)
+        from .style import detect_file_style
+
+        return detect_file_style(self._path, container)  # its beginning and end, never the whole text
+
     def __repr__(self) -> str:
         return f"FileText({self.source!r})"
 

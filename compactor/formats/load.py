@@ -33,7 +33,9 @@ def load_document(data: Any, *, format: str = "auto", max_json_depth: int = 512,
         # stand-in that says whether there is anything at all.
         probe = Probe(RawInput("[...]" if data else "", source or "<messages>"), json_value=data, is_json=True,
                       jsonl=list(data) if isinstance(data, list) else None)
-        return read_document(probe, format)
+        doc = read_document(probe, format)
+        doc.style = None  # objects have no layout of their own: the layout's default is written
+        return doc
     raise InputError(f"cannot compact a {type(data).__name__}: pass a path, text, bytes, or a list/dict of messages")
 
 

@@ -54,4 +54,5 @@ def read_document(probe: Probe, format_name: str = "auto") -> Document:
     if doc.layout is None and fmt.container == "jsonl":
         doc.layout = jsonl_layout(probe)
     doc.diagnostics[:0] = list(probe.raw.diagnostics)
+    doc.style = probe.raw.json_style(fmt.container)
     return doc

@@ -238,6 +238,8 @@ def post_tool_use(payload: dict[str, Any]) -> dict[str, Any] | None:
         new_stderr = _fit(new_stderr, INLINE_LIMIT // 3, ref)
         room = INLINE_LIMIT - len(header) - len(new_stderr)
     new_stdout = header + _fit(new_stdout, room, ref)
+    if not persisted and len(new_stdout) + len(new_stderr) >= len(stdout) + len(stderr):
+        raise HookSkip  # never larger than what came in: the output stays as Claude Code has it
     updated = {k: v for k, v in resp.items() if k not in ("persistedOutputPath", "persistedOutputSize",
                                                           "stdoutHoldsOutputEnd")}
     updated["stdout"] = new_stdout
@@ -358,7 +360,8 @@ def captured_text(raw: bytes, exit_code: int, keep_path: str) -> str | None:
         return None
     header = (f"[compactor: {len(text):,} characters of output compacted (Level 1: errors, traces and "
               f"numbers verbatim; folded lines are placeholders, restore one with `compactor expand <ref>`)]\n")
-    return header + _fit(compacted, limit - len(header), f"full output: {keep_path}")
+    shown = header + _fit(compacted, limit - len(header), f"full output: {keep_path}")
+    return shown if len(shown) < len(text) else None  # never larger than the output itself
 
 
 def print_captured(base: str, exit_code: str, stdout: IO[bytes] | None = None,

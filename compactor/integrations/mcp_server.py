@@ -278,6 +278,9 @@ class _Tools:
             receipt += f"; fitted to {target} tokens, older turns folded into the summary"
         if rep.exit_signal:
             receipt += "; Level 3 was needed: consider starting a new session"
+        for d in rep.diagnostics:  # the safety rails: the input passed through, and why
+            if d.code in ("time-limit", "not-smaller"):
+                receipt += "; " + d.message
         receipt += ". Any 'ref c-…' or 'expand c-…' id: expand_placeholder gives the exact original]"
         return self.fit(receipt + "\n\n" + body, target, "compacted transcript")
 

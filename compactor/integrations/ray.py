@@ -46,7 +46,7 @@ def _schema():
     s, i = pa.large_string(), pa.int64()
     types = {"id": s, "ok": pa.bool_(), "error": s, "error_code": i, "format": s, "level": i,
              "tokens_before": i, "tokens_after": i, "protected": i, "placeholders": i, "diagnostics": i,
-             "evidence": s, "input_sha256": s, "output_sha256": s, "output": s}
+             "evidence": s, "input_sha256": s, "output_sha256": s, "output": s, "note": s}
     return pa.schema([(c, types[c]) for c in RESULT_COLUMNS])
 
 
