@@ -98,9 +98,9 @@ def message_tokens(m: dict[str, Any], count) -> int:
     return n
 
 
-def replay_run(msgs: list[dict[str, Any]], budget: int, count) -> dict[str, Any]:
+def replay_run(msgs: list[dict[str, Any]], budget: int, count, **options) -> dict[str, Any]:
     calls = [i for i, m in enumerate(msgs) if m["role"] == "assistant" and i > 0]
-    session = compactor.Session(budget=budget)
+    session = compactor.Session(budget=budget, **options)
     raw_tok = [message_tokens(m, count) for m in msgs]
     raw = sent = raw_cost = sent_cost = 0.0
     errors = 0
@@ -141,12 +141,15 @@ def replay_run(msgs: list[dict[str, Any]], budget: int, count) -> dict[str, Any]
             "recall": {c: rec[c] for c in CATS}, "seconds": round(seconds, 2)}
 
 
-def run(corpora: list[Path], budget: int, limit: int | None = None) -> dict[str, Any]:
+def run(corpora: list[Path], budget: int, limit: int | None = None, only: str | None = None,
+        **options) -> dict[str, Any]:
     count = compactor.get_counter().count
     runs = []
     skipped = []
     for corpus in corpora:
         for path in trajectories(corpus):
+            if only and only not in str(path):
+                continue
             try:
                 doc = load_document(str(path))
             except compactor.CompactorError as exc:
@@ -158,7 +161,7 @@ def run(corpora: list[Path], budget: int, limit: int | None = None) -> dict[str,
             msgs = chat_messages(doc)
             if limit:
                 msgs = msgs[:limit]
-            r = replay_run(msgs, budget, count)
+            r = replay_run(msgs, budget, count, **options)
             r.update(file=evaluate.rel(str(path)), format=doc.format)
             runs.append(r)
             print(f"{r['file']}: {r['calls']} calls, sent/raw {r['sent'] / max(1, r['raw']):.3f}, "
@@ -171,7 +174,7 @@ def run(corpora: list[Path], budget: int, limit: int | None = None) -> dict[str,
                "cost_ratio": round(tot["sent_cost"] / tot["raw_cost"], 4) if tot["raw_cost"] else None,
                "recall_last_call": {c: (round(100.0 * a / b, 2) if b else None) for c, (a, b) in rec.items()},
                "gold_last_call": {c: b for c, (a, b) in rec.items()}}
-    return {"benchmark": "session_replay", "budget": budget, "corpora": [str(c) for c in corpora],
+    return {"benchmark": "session_replay", "budget": budget, "options": options, "corpora": [str(c) for c in corpora],
             "token_counter": compactor.get_counter().name, "cached_price": CACHED_PRICE,
             "summary": summary, "runs": runs, "skipped": skipped}
 
@@ -194,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, action="append", help="a folder of runs by layout (repeatable)")
     ap.add_argument("--budget", type=int, default=16000)
     ap.add_argument("--limit", type=int, default=None, help="replay only the first N messages of each run (smoke)")
+    ap.add_argument("--only", default=None, help="replay only the runs whose path contains this")
+    ap.add_argument("--low-water", type=float, default=None, help="the Session's low-water mark (default: its own)")
     ap.add_argument("--out", type=Path, default=HERE / "out" / "session_replay.json")
     args = ap.parse_args(argv)
     corpora = args.corpus or [evaluate.default_corpus()]
@@ -204,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.budget < 1:
         print(f"session_replay: --budget must be a positive number of tokens, got {args.budget}", file=sys.stderr)
         return 2
-    result = run(corpora, args.budget, args.limit)
+    options = {"low_water": args.low_water} if args.low_water is not None else {}
+    result = run(corpora, args.budget, args.limit, args.only, **options)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(result))

@@ -493,6 +493,10 @@ class _Escalation:
         floor_items = [it for it in plan.items if it.floor]
         floor = self.ladder_floor(budget)
         self.floor = floor
+        # the evidence of every turn that may be folded, each line in its priority (before the
+        # recent turns whole); a line a kept turn shows is not repeated (ladder_candidate)
+        extra_ev = steps.folded_evidence(self, {s.id for s in self.state.segments if s.id not in plan.request_ids})
+        items = sorted([*plan.items, *extra_ev], key=lambda it: it.priority)
         if floor > budget:
             raise BudgetError(self.floor_message(budget, floor), floor=floor)
         mirrors = self.state.doc.state.mirrors
@@ -502,7 +506,7 @@ class _Escalation:
         sections = {it.section for it in floor_items}
         turns_open = True
         req_now = self.counter.count(plan.condensed[1]) if plan.condensed is not None else 0
-        for it in plan.items:
+        for it in items:
             if it.floor:
                 continue
             if (it.whole_request or it.request_more) and plan.condensed is not None:
@@ -540,7 +544,7 @@ class _Escalation:
         chosen = chosen + extra[:best]
         dropped, text = self.ladder_candidate(chosen, budget)
         ids = {id(it) for it in chosen}
-        self.cut = [it for it in plan.items if id(it) not in ids]
+        self.cut = [it for it in plan.items if id(it) not in ids]  # (the ladder's own items)
         condensed = self.request_texts(chosen)
         if condensed:  # the request is written condensed; its whole text expands back
             _sid, _short, rref = plan.condensed
@@ -555,7 +559,7 @@ class _Escalation:
             for ref, original in it.originals.items():
                 self.save(ref, original)
         total = self.written(dropped, text)
-        self.state.stages.append(f"ladder:{len(chosen)}/{len(plan.items)}:{total}")
+        self.state.stages.append(f"ladder:{len(chosen)}/{len(items)}:{total}")
         got = steps.Fit(dropped, (text, self.full, res, []), 3, total)
         filled = steps.fill(self, got, budget)
         if filled is not got:

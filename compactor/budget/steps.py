@@ -22,18 +22,20 @@ its layout (mirror copies count), so what it returns fits.
 
 from __future__ import annotations
 
-from ..collapse.older import evidence_spans
+from ..collapse.older import EVIDENCE_FAMILIES, evidence_spans
 from ..collapse.store import content_id
 from ..models import Role, SegmentKind
 from ..normalize import normalize
 from ..record import Record
 from .ladder import LadderItem, render_sections
 
-__all__ = ["Fit", "fold_batches", "fold", "shorten", "fill", "fill_items", "longest_prefix"]
+__all__ = ["Fit", "fold_batches", "fold", "shorten", "fill", "fill_items", "folded_evidence", "folded_outputs",
+           "longest_prefix"]
 
 _RENDER_TRIES = 4  # renders of one fold step past the estimate before it gives up on that step
 _FOLDED = {"en": "## Evidence from the folded turns (verbatim)", "zh": "## 已折叠对话中的证据（原文）"}
 _OUTPUTS = {"en": "## Newest folded outputs (verbatim)", "zh": "## 最近折叠的输出（原文）"}
+_DEAD = {"en": "## Failed approaches in the folded turns", "zh": "## 已折叠对话中的失败尝试"}
 _FAILED = {"en": "## Failed commands in the folded turns", "zh": "## 已折叠对话中失败的命令"}
 
 
@@ -139,19 +141,27 @@ def _first_line(text: str) -> str:
 
 def fill_items(esc, dropped: set[str]) -> list[LadderItem]:
     """What can be put back, in the ladder's order: the ladder's items with a text (live
-    evidence, constraints, failed approaches, decisions, older evidence), then every evidence
-    line of the folded outputs (newest output first), the failed commands of the folded turns,
-    then the folded tool outputs whole (newest first)."""
+    evidence, constraints, failed approaches, decisions, older evidence), the evidence of the
+    folded turns (:func:`folded_evidence`), then the folded tool outputs whole (newest first)."""
     plan = esc.ladder_plan()
-    lang = esc.lang if esc.lang in _FOLDED else "en"
     out = [it for it in plan.items if it.text and not it.unit_ids and not it.whole_request and not it.request_more]
-    segs = [s for s in esc.state.segments if s.id in dropped]
+    return out + folded_evidence(esc, dropped) + folded_outputs(esc, dropped)
+
+
+def folded_evidence(esc, ids: set[str]) -> list[LadderItem]:
+    """The evidence of the segments ``ids``, newest segment first: the constraint lines of user
+    messages (priority 1), then every error line, frame, exit code and test failure of the tool
+    outputs and of the user's messages (an error pasted in), the first line of each failing
+    output's command, then the assistant's sentences the anchor's dead-end cue recognises ("X did
+    not work"; last, as the cue is broad) (priority 5), each once."""
+    lang = esc.lang if esc.lang in _FOLDED else "en"
     by_seg = esc.protected_by_segment()
+    constraints: list[LadderItem] = []
+    dead: list[LadderItem] = []
     lines: list[LadderItem] = []
     failed: list[LadderItem] = []
-    outputs: list[LadderItem] = []
     seen: set[str] = set()
-    for s in reversed(segs):  # newest first
+    for s in reversed([s for s in esc.state.segments if s.id in ids]):  # newest first
         if s.meta:
             continue
         spans = by_seg.get(s.id, [])
@@ -169,21 +179,69 @@ def fill_items(esc, dropped: set[str]) -> list[LadderItem]:
                     seen.add(cmd)
                     failed.append(LadderItem(5, "failed command", f"- `{cmd}` ({s.step_id})", s.step_id,
                                              section=_FAILED[lang]))
-            text = esc.state.texts[s.id]
-            if text.strip():
-                ref = _ref(s.text)
-                head = f"`{_first_line(s.command or '')[:200]}` " if s.command else ""
-                outputs.append(LadderItem(6, "folded output", f"{head}({s.step_id} · {ref})\n{text.rstrip()}",
-                                          s.step_id, ref, section=_OUTPUTS[lang], originals={ref: s.text}))
         elif s.role == Role.user and s.kind == SegmentKind.message:
-            for sp in spans:
+            for sp in sorted(spans, key=lambda x: (x.start, x.rule_id)):
                 if sp.family == "constraint":
                     key = " ".join(sp.text.split())
                     if len(key) >= 4 and key not in seen:
                         seen.add(key)
-                        lines.insert(0, LadderItem(1, "folded constraint", f"- {key}", s.step_id,
-                                                   section=_FOLDED[lang]))
-    return out + lines + failed + outputs
+                        constraints.append(LadderItem(1, "folded constraint", f"- {key}", s.step_id,
+                                                      section=_FOLDED[lang]))
+            for sent in _cue_sentences(s.text, "constraint"):  # "i'd rather you ...", "keep X"
+                key = " ".join(sent.split())
+                if key not in seen:
+                    seen.add(key)
+                    constraints.append(LadderItem(1, "folded constraint", f"- {key}", s.step_id,
+                                                  section=_FOLDED[lang]))
+        elif s.role == Role.assistant and s.kind == SegmentKind.message:
+            for sent in _cue_sentences(s.text, "dead_end"):  # "X did not work", "revert my change"
+                key = " ".join(sent.split())
+                if key not in seen:
+                    seen.add(key)
+                    dead.append(LadderItem(5, "folded dead end", f"- {key}", s.step_id, section=_DEAD[lang]))
+        if s.role == Role.user and s.kind == SegmentKind.message:
+            for sp in sorted(spans, key=lambda x: (x.start, x.rule_id)):
+                if sp.family in EVIDENCE_FAMILIES:  # an error the user pasted, with its trace
+                    for ln in sp.text.split("\n"):
+                        key = " ".join(ln.split())
+                        if len(key) >= 4 and key not in seen:
+                            seen.add(key)
+                            lines.append(LadderItem(5, "folded evidence", ln.rstrip(), s.step_id,
+                                                    section=_FOLDED[lang]))
+    return constraints + lines + failed + dead
+
+
+def _cue_sentences(text: str, cue: str) -> list[str]:
+    """The sentences of a message the anchor's cue recognises (a constraint, a dead end)."""
+    from ..anchor._text import sentences
+    from ..anchor.cues import CUES
+
+    c = CUES[cue]
+    out = []
+    for ln in text.split("\n"):
+        if not ln.strip() or not c.possible(ln.lower()):
+            continue
+        for sent in sentences(ln):
+            if len(sent) >= 8 and c.search(sent):
+                out.append(sent.strip())
+    return out
+
+
+def folded_outputs(esc, ids: set[str]) -> list[LadderItem]:
+    """The tool outputs of ``ids`` as Level 1 left them, whole, newest first, each with its
+    command, step and the reference to its original (priority 6)."""
+    lang = esc.lang if esc.lang in _OUTPUTS else "en"
+    out: list[LadderItem] = []
+    for s in reversed([s for s in esc.state.segments if s.id in ids]):
+        if s.meta or s.kind != SegmentKind.tool_result:
+            continue
+        text = esc.state.texts[s.id]
+        if text.strip():
+            ref = _ref(s.text)
+            head = f"`{_first_line(s.command or '')[:200]}` " if s.command else ""
+            out.append(LadderItem(6, "folded output", f"{head}({s.step_id} · {ref})\n{text.rstrip()}",
+                                  s.step_id, ref, section=_OUTPUTS[lang], originals={ref: s.text}))
+    return out
 
 
 def fill(esc, fit: Fit, budget: int) -> Fit:
