@@ -70,23 +70,38 @@ def fold(esc, budget: int, *, keep_recent: int, batch: int) -> Fit | None:
     weight = esc.weights
     kept = sum(weight.values())
     summary_est = esc.summary_estimate()
+    prefixes: list[set[str]] = []
     dropped: set[str] = set()
+    for b in batches:
+        dropped = dropped | {sid for u in b for sid in u.ids}
+        prefixes.append(dropped)
+
+    def attempt(i: int) -> Fit | None:
+        cand = esc.render(prefixes[i], 2, None)
+        total = esc.written(prefixes[i], cand[0])
+        esc.achieved.append(total)
+        return Fit(prefixes[i], cand, 2, total, i + 1) if total <= budget else None
+
     tries = 0
     for i, b in enumerate(batches):
-        ids = {sid for u in b for sid in u.ids}
-        dropped = dropped | ids
-        kept -= sum(weight[sid] for sid in ids)
+        kept -= sum(weight[sid] for u in b for sid in u.ids)
         if kept + summary_est > budget and i + 1 < len(batches):
             continue  # certainly over (or the last chance): fold on
-        cand = esc.render(dropped, 2, None)
-        total = esc.written(dropped, cand[0])
-        esc.achieved.append(total)
-        if total <= budget:
-            return Fit(dropped, cand, 2, total, i + 1)
-        tries += 1
-        if tries >= _RENDER_TRIES:
-            # the estimate is too low for this run (a long self-check back-fill): fold on by sums
-            summary_est = max(summary_est, total - kept)
+        got = attempt(i)
+        if got is None:
+            tries += 1
+            if tries >= _RENDER_TRIES:
+                # the estimate is too low for this run (a long self-check back-fill): fold on by sums
+                summary_est = max(summary_est, esc.achieved[-1] - kept)
+            continue
+        # the sums bound the summary from above (it repeats no evidence a kept turn shows): an
+        # earlier batch may fit too; step back while it does
+        while i > 0:
+            back = attempt(i - 1)
+            if back is None:
+                break
+            got, i = back, i - 1
+        return got
     return None
 
 
