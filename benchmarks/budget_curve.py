@@ -102,7 +102,7 @@ def utilisation_summary(files: list[dict[str, Any]], points) -> dict[str, Any]:
 
 
 def run(corpus: Path, points: tuple[tuple[str, float | None], ...] = POINTS,
-        methods: tuple[str, ...] = METHODS) -> dict[str, Any]:
+        methods: tuple[str, ...] = METHODS, skip_text: bool = False) -> dict[str, Any]:
     count = compactor.get_counter().count
     comp = compactor.Compactor()
     agg: dict[str, dict[str, dict[str, Any]]] = {m: {p: {"tokens": 0, "before": 0, "over": 0, "files": 0,
@@ -116,6 +116,9 @@ def run(corpus: Path, points: tuple[tuple[str, float | None], ...] = POINTS,
             doc = load_document(str(path))
         except compactor.CompactorError as exc:  # a run no reader takes (a corrupt record): named, not scored
             unread.append({"file": evaluate.rel(str(path)), "error": " ".join(str(exc).split())[:200]})
+            continue
+        if skip_text and doc.format == "text":
+            unread.append({"file": evaluate.rel(str(path)), "error": "read as plain text (skipped: --skip-text)"})
             continue
         raw = [gold.SegmentLike(s.role.value, s.kind.value, s.text, s.meta, s.call_id, s.exit_code, s.is_error)
                for s in doc.segments]
@@ -265,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "out" / "budget_curve.json")
     ap.add_argument("--figures", type=Path, default=HERE / "figures")
     ap.add_argument("--no-figures", action="store_true")
+    ap.add_argument("--skip-text", action="store_true",
+                    help="score only the runs a reader takes as a conversation (not as plain text)")
     ap.add_argument("--table", type=Path, default=None, help="print the tables of an earlier run's JSON and exit")
     args = ap.parse_args(argv)
     if not args.corpus.is_dir():
@@ -288,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"budget_curve: unknown method {unknown[0]!r} (one of {', '.join(METHODS)})", file=sys.stderr)
         return 2
-    result = run(args.corpus, points, methods)
+    result = run(args.corpus, points, methods, args.skip_text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(result))

@@ -290,3 +290,20 @@ def test_session_fits_every_turn_and_each_refit_steps_down_gradually(tmp_path):
             assert any(s.startswith(("level2:", "level3:", "ladder:")) for s in r.report.stages)
         prev = cur
     assert refits >= 2
+
+
+def test_folded_evidence_keeps_constraint_and_dead_end_sentences_in_their_order(tmp_path):
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = session(12, [4], None)
+    msgs.insert(3, {"role": "user", "content": "One more thing: please don't touch the migrations folder."})
+    msgs.insert(6, {"role": "assistant", "content": "Raising the timeout to 60s did not work: the pool still runs dry."})
+    esc, state = escalation(comp, msgs, 10**9)
+    ids = {s.id for s in state.segments if 1 <= s.step}
+    items = steps.folded_evidence(esc, ids)
+    labels = [it.label for it in items]
+    texts = [it.text for it in items]
+    assert any("don't touch the migrations folder" in t for t in texts), texts
+    assert any("Raising the timeout to 60s did not work" in t for t in texts), texts
+    # constraints first, the broad dead-end cue last
+    assert labels.index("folded constraint") < labels.index("folded evidence") < labels.index("folded dead end")
+    assert len(texts) == len(set(texts))  # each once
