@@ -49,6 +49,7 @@ from . import steps
 __all__ = ["escalate", "plan_units", "Unit"]
 
 FOLD_RULE = "policy.fold-turns"
+_MORE_FOLDS = 8  # batches folded past the first fit to make room for the folded turns' evidence
 _MAX_RETRIES = 3
 
 
@@ -138,6 +139,7 @@ class _Escalation:
         self.cut: list = []  # ladder items cut to fit (priority order)
         self.floor: int | None = None
         self.filled: list = []  # ladder items put back verbatim after a fold fitted (steps.fill)
+        self.left_behind: list = []  # evidence items (priority <= 5) the last fill could not put back
 
     @property
     def tok(self) -> dict[str, int]:
@@ -358,7 +360,24 @@ class _Escalation:
             self.finish(set(), None, 1, None, None)
             return
         self.state.stages.append(f"level{got.level}:{got.passes}:{got.total}")
+        self.left_behind = []
         filled = steps.fill(self, got, budget)
+        # evidence of the folded turns ranks above the recent turns whole: while the fill had to
+        # leave some behind, fold one batch more and fill again (kept when it leaves less behind)
+        for _ in range(_MORE_FOLDS):
+            if not self.left_behind:
+                break
+            behind, was_filled = self.left_behind, self.filled
+            more = steps.fold_more(self, got, budget, keep_recent=cfg.keep_recent_turns, batch=batch)
+            if more is None:
+                break
+            self.filled = []
+            again = steps.fill(self, more, budget)
+            if len(self.left_behind) >= len(behind):
+                self.left_behind, self.filled = behind, was_filled
+                break
+            got, filled = more, again
+            self.state.stages.append(f"level{got.level}:{got.passes}:{got.total}")
         if filled is not got:
             self.state.stages.append(f"fill:{len(self.filled)}:{filled.total}")
         self.finish(filled.dropped, filled.cand, filled.level, l1_total, filled.total)

@@ -29,14 +29,15 @@ from ..normalize import normalize
 from ..record import Record
 from .ladder import LadderItem, render_sections
 
-__all__ = ["Fit", "fold_batches", "fold", "shorten", "fill", "fill_items", "folded_evidence", "folded_outputs",
+__all__ = ["Fit", "fold_batches", "fold", "fold_more", "shorten", "fill", "fill_items", "folded_evidence", "folded_outputs",
            "longest_prefix"]
 
+_CALL_CHARS = 1500  # a failed call up to this long is put back whole (its arguments are what was tried)
 _RENDER_TRIES = 4  # renders of one fold step past the estimate before it gives up on that step
 _FOLDED = {"en": "## Evidence from the folded turns (verbatim)", "zh": "## 已折叠对话中的证据（原文）"}
 _OUTPUTS = {"en": "## Newest folded outputs (verbatim)", "zh": "## 最近折叠的输出（原文）"}
 _DEAD = {"en": "## Failed approaches in the folded turns", "zh": "## 已折叠对话中的失败尝试"}
-_FAILED = {"en": "## Failed commands in the folded turns", "zh": "## 已折叠对话中失败的命令"}
+_FAILED = {"en": "## Failed calls in the folded turns", "zh": "## 已折叠对话中失败的调用"}
 
 
 class Fit(Record, plain=True, frozen=False):
@@ -131,6 +132,30 @@ def shorten(esc, budget: int, dropped: set[str]) -> Fit | None:
     return None
 
 
+def fold_more(esc, fit: Fit, budget: int, *, keep_recent: int, batch: int) -> Fit | None:
+    """One batch more folded than ``fit`` (the oldest turns not folded yet): at Level 2 while the
+    recent turns are not reached, else with the anchor shortened to the room left (Level 3).
+    None when nothing is left to fold or it does not fit. Used when :func:`fill` had to leave
+    evidence of the folded turns behind: the evidence ranks above the recent turns whole."""
+    free = [u for u in esc.units if not u.pinned and not all(sid in fit.dropped for sid in u.ids)]
+    if not free:
+        return None
+    n = max(1, batch) if fit.level == 2 else 1
+    more = {sid for u in free[:n] for sid in u.ids}
+    dropped = fit.dropped | more
+    level2_room = len(free) - n >= keep_recent
+    if fit.level == 2 and level2_room:
+        cand = esc.render(dropped, 2, None)
+        total = esc.written(dropped, cand[0])
+        return Fit(dropped, cand, 2, total, fit.passes + 1) if total <= budget else None
+    got = esc.try_fit(dropped, budget)
+    if got is None:
+        return None
+    cand, _ = got
+    total = esc.written(dropped, cand[0])
+    return Fit(dropped, cand, 3, total, fit.passes + 1) if total <= budget else None
+
+
 def longest_prefix(items: list, measure, budget: int) -> tuple[int, dict[int, int]]:
     """The longest prefix of ``items`` whose ``measure(prefix)`` is within ``budget`` (binary
     search: the measure grows with the prefix). Returns its length and the sizes measured."""
@@ -167,7 +192,7 @@ def folded_evidence(esc, ids: set[str]) -> list[LadderItem]:
     """The evidence of the segments ``ids``, newest segment first: the constraint lines of user
     messages (priority 1), then every error line, frame, exit code and test failure of the tool
     outputs and of the user's messages (an error pasted in), the first line of each failing
-    output's command, then the assistant's sentences the anchor's dead-end cue recognises ("X did
+    output's call (whole when short: an edit that did not apply, with its arguments), then the assistant's sentences the anchor's dead-end cue recognises ("X did
     not work"; last, as the cue is broad) (priority 5), each once."""
     lang = esc.lang if esc.lang in _FOLDED else "en"
     by_seg = esc.protected_by_segment()
@@ -176,6 +201,7 @@ def folded_evidence(esc, ids: set[str]) -> list[LadderItem]:
     lines: list[LadderItem] = []
     failed: list[LadderItem] = []
     seen: set[str] = set()
+    calls = {s.call_id: s for s in esc.state.segments if s.kind == SegmentKind.tool_call and s.call_id}
     for s in reversed([s for s in esc.state.segments if s.id in ids]):  # newest first
         if s.meta:
             continue
@@ -188,11 +214,15 @@ def folded_evidence(esc, ids: set[str]) -> list[LadderItem]:
                     if len(key) >= 4 and key not in seen:
                         seen.add(key)
                         lines.append(LadderItem(5, "folded evidence", ln.rstrip(), s.step_id, section=_FOLDED[lang]))
-            if (ev or s.is_error or s.exit_code not in (None, 0)) and s.command:
-                cmd = _first_line(s.command)
-                if cmd and cmd not in seen:
-                    seen.add(cmd)
-                    failed.append(LadderItem(5, "failed command", f"- `{cmd}` ({s.step_id})", s.step_id,
+            if ev or s.is_error or s.exit_code not in (None, 0):
+                # what was tried: the call whole when it is short (an edit that did not apply,
+                # with its arguments), else its command's first line
+                call = calls.get(s.call_id) if s.call_id else None
+                tried = " ".join(call.text.split()) if call is not None and len(call.text) <= _CALL_CHARS else \
+                    _first_line(s.command or (call.text if call is not None else ""))
+                if tried and tried not in seen:
+                    seen.add(tried)
+                    failed.append(LadderItem(5, "failed call", f"- `{tried}` ({s.step_id})", s.step_id,
                                              section=_FAILED[lang]))
         elif s.role == Role.user and s.kind == SegmentKind.message:
             for sp in sorted(spans, key=lambda x: (x.start, x.rule_id)):
@@ -279,12 +309,15 @@ def fill(esc, fit: Fit, budget: int) -> Fit:
     chosen: list[LadderItem] = []
     sections: set[str] = set()
     told: set[str] = set()
+    behind: list[LadderItem] = []
     for it in fill_items(esc, dropped):
         bare = _bare(it.text)
         if not bare or bare in told or (it.label != "folded output" and bare in have):
             continue
         cost = count(it.text) + 1 + (0 if it.section in sections else count(it.section) + 2)
         if cost > room:
+            if it.priority <= 5:
+                behind.append(it)
             continue
         room -= cost
         told.add(bare)
@@ -293,6 +326,7 @@ def fill(esc, fit: Fit, budget: int) -> Fit:
     tail = _tail_item(esc, dropped, chosen, room, sections)
     if tail is not None:
         chosen.append(tail)
+    esc.left_behind = behind
     if not chosen:
         return fit
 
@@ -300,6 +334,7 @@ def fill(esc, fit: Fit, budget: int) -> Fit:
         return esc.written(dropped, _with(text, items))
 
     best, sizes = longest_prefix(chosen, measure, budget)
+    esc.left_behind = behind + [it for it in chosen[best:] if it.priority <= 5]
     if not best:
         return fit
     picked = chosen[:best]
