@@ -258,6 +258,40 @@ def figures(result: dict[str, Any], out_dir: Path) -> list[Path]:
     return paths
 
 
+def utilisation_figure(runs: list[tuple[str, dict[str, Any]]], out: Path) -> Path:
+    """Per-run utilisation (tokens kept as written / budget) of the runs whose Level 1 output is
+    over the budget, at each budget point, for one or more results (before / after)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = [p for p in runs[0][1]["points"] if p != "natural"]
+    colors = ("#8c8c8c", "#1f6feb", "#d97706")
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=110)
+    ax.axhspan(85, 100, color="#2da44e", alpha=0.12, label="goal: 85–100%")
+    width = 0.8 / len(runs)
+    for k, (label, result) in enumerate(runs):
+        for i, p in enumerate(pts):
+            ys = [100.0 * f["compactor@" + p]["util"] for f in result["files"]
+                  if f["compactor@" + p].get("needs_more_than_l1") and not f["compactor@" + p]["at_floor"]]
+            xs = [i - 0.4 + width * (k + 0.5)] * len(ys)
+            ax.scatter(xs, ys, s=14, color=colors[k % len(colors)], alpha=0.8, label=label if i == 0 else None)
+    ax.set_xticks(range(len(pts)), pts)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("tokens kept / budget (%)")
+    ax.set_xlabel("budget (share of the input's tokens)")
+    n = sum(1 for f in runs[-1][1]["files"])
+    ax.set_title(f"Budget utilisation per run — {n} runs of {Path(runs[-1][1].get('corpus', '')).name}")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, metadata={"Software": None})
+    plt.close(fig)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=evaluate.default_corpus(),
@@ -271,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-text", action="store_true",
                     help="score only the runs a reader takes as a conversation (not as plain text)")
     ap.add_argument("--table", type=Path, default=None, help="print the tables of an earlier run's JSON and exit")
+    ap.add_argument("--before", type=Path, default=None, help="with --table and --util-figure: an earlier run to compare")
+    ap.add_argument("--util-figure", type=Path, default=None,
+                    help="with --table: draw each run's utilisation (before / after) into this PNG")
     args = ap.parse_args(argv)
     if not args.corpus.is_dir():
         print(f"budget_curve: corpus {args.corpus} not found", file=sys.stderr)
@@ -280,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         pts = [(p, None if p == "natural" else 1.0) for p in result["points"]]
         result["utilisation"] = utilisation_summary(result["files"], pts)
         print(table(result))
+        if args.util_figure is not None:
+            runs = [("before", json.loads(args.before.read_text(encoding="utf-8")))] if args.before else []
+            print(f"figure: {utilisation_figure([*runs, ('after' if runs else 'compactor', result)], args.util_figure)}",
+                  file=sys.stderr)
         return 0
     known = dict(POINTS)
     names = ["natural"] + [p.strip() for p in args.points.split(",") if p.strip() and p.strip() != "natural"]
