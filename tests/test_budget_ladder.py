@@ -307,3 +307,25 @@ def test_folded_evidence_keeps_constraint_and_dead_end_sentences_in_their_order(
     # constraints first, the broad dead-end cue last
     assert labels.index("folded constraint") < labels.index("folded evidence") < labels.index("folded dead end")
     assert len(texts) == len(set(texts))  # each once
+
+
+def test_an_edit_that_did_not_apply_is_a_failed_attempt_the_fill_offers(tmp_path):
+    """An editor's "No replacement was performed" carries no error keyword and no exit code; the
+    protect rule error.edit-not-applied makes it evidence, so a folded edit that did not apply
+    is offered back as a failed call with its arguments, and its message verbatim."""
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = session(10, [], None)
+    args = json.dumps({"command": "str_replace", "path": "/testbed/app/pool.py",
+                       "old_str": "def acquire(self):", "new_str": "def acquire(self, timeout=30):"})
+    msgs[4:4] = [
+        {"role": "assistant", "content": "Adding a timeout to acquire.", "tool_calls": [
+            {"id": "e1", "type": "function", "function": {"name": "str_replace_editor", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "e1", "content": "No replacement was performed, old_str `def acquire(self):` "
+                                                         "did not appear verbatim in /testbed/app/pool.py."},
+    ]
+    esc, state = escalation(comp, msgs, 10**9)
+    ids = {s.id for s in state.segments if s.call_id == "e1"}
+    items = steps.folded_evidence(esc, ids)
+    failed = [it.text for it in items if it.label == "failed call"]
+    assert failed and "/testbed/app/pool.py" in failed[0] and "def acquire(self, timeout=30):" in failed[0], items
+    assert any(it.label == "folded evidence" and it.text.startswith("No replacement was performed") for it in items)
