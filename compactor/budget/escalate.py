@@ -5,23 +5,18 @@ Called by :meth:`compactor.Compactor._higher_levels` as ``escalate(compactor, st
 - The anchor is always built from the FULL original (``build_anchor``), so ``--emit anchor`` and
   ``--emit markdown`` work at every level but 0.
 - ``level="auto"`` without a budget: Level 1 only (plus the self-check).
-- With a budget (or an explicit ``level`` 2 / 3):
-
-  **Level 2** — older turns (everything but the last ``keep_recent_turns`` turns) are dropped and
-  replaced by the anchor rendered as Markdown (``to_markdown``, in ``config.lang``) as one summary
-  message where they were. A turn is a step: a tool call and its result always share one, so
-  they are never split. Pinned, never dropped: the system prompt, the step of the newest user
-  request, and summaries of earlier compactions.
-
-  **Level 3** — still over budget: the anchor is shortened by priority (``fit_budget``) to the
-  room left; if that is not enough, more recent turns are folded into it, oldest first, one at a
-  time. The protected evidence of everything folded stays (verbatim, in the summary).
-
-  Every candidate is measured with the compactor's token counter (kept texts + summary, the same
-  sum the report uses). The passes are finite by construction (each one folds one more turn, and
-  there are as many passes as turns); a candidate is only accepted when it fits, and an
-  escalation that cannot fit raises :class:`~compactor.errors.BudgetError` naming what could not
-  be made smaller. It never loops.
+- With an explicit ``level`` 2 / 3 and no budget: Level 2 replaces the older turns (everything
+  but the last ``keep_recent_turns`` turns) by the anchor rendered as Markdown (``to_markdown``,
+  in ``config.lang``), one summary message where they were; Level 3 folds all but the last turn
+  and halves the anchor. A turn is a step: a tool call and its result always share one, so they
+  are never split. Pinned, never dropped: the system prompt, the step of the newest user request,
+  and summaries of earlier compactions.
+- With a budget: the ladder of :mod:`.steps` — fold from the oldest end a batch at a time and
+  stop as soon as it fits (Level 2), else shorten the anchor as more turns fold (Level 3), else
+  the priority ladder from the floor (:mod:`.ladder`, Level 3); after any of them, fill what is
+  left by priority. Every candidate is measured as written (every text of the layout, read
+  back); the passes are finite by construction (at most one per turn), and an escalation that
+  cannot fit raises :class:`~compactor.errors.BudgetError` naming the floor. It never loops.
 
 - Every compaction ends with the self-check (:mod:`compactor.audit.selfcheck`), which back-fills
   anything missing; back-filled text counts against the budget like the rest.

@@ -12,12 +12,14 @@ first that fits:
 3. the priority ladder from the floor (:meth:`.escalate._Escalation.run_ladder`), when even every
    turn folded into the critical anchor items does not fit.
 
-After step 1 or 2 fits, :func:`fill` puts back verbatim, in the ladder's order of priority
+After any of them fits, :func:`fill` puts back verbatim, in the ladder's order of priority
 (:mod:`.ladder`), what the folded turns held and the summary does not show yet — the live error
 with its frames and exit code, the user's constraints, the failed approaches, the older errors,
-every other error line, frame and exit code of the folded outputs, then the newest folded
-outputs whole — while the output still fits. Each step is measured on the output as written in
-its layout (mirror copies count), so what it returns fits.
+every other error line, frame and exit code of the folded turns (:func:`folded_evidence`), then
+the newest folded outputs whole (:func:`folded_outputs`) — while the output still fits. When it
+has to leave evidence behind, :func:`fold_more` folds one batch more (that evidence ranks above
+the recent turns whole) and the fill runs again. Each step is measured on the output as written
+in its layout (mirror copies count), so what it returns fits.
 """
 
 from __future__ import annotations
