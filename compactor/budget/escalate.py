@@ -5,23 +5,18 @@ Called by :meth:`compactor.Compactor._higher_levels` as ``escalate(compactor, st
 - The anchor is always built from the FULL original (``build_anchor``), so ``--emit anchor`` and
   ``--emit markdown`` work at every level but 0.
 - ``level="auto"`` without a budget: Level 1 only (plus the self-check).
-- With a budget (or an explicit ``level`` 2 / 3):
-
-  **Level 2** — older turns (everything but the last ``keep_recent_turns`` turns) are dropped and
-  replaced by the anchor rendered as Markdown (``to_markdown``, in ``config.lang``) as one summary
-  message where they were. A turn is a step: a tool call and its result always share one, so
-  they are never split. Pinned, never dropped: the system prompt, the step of the newest user
-  request, and summaries of earlier compactions.
-
-  **Level 3** — still over budget: the anchor is shortened by priority (``fit_budget``) to the
-  room left; if that is not enough, more recent turns are folded into it, oldest first, one at a
-  time. The protected evidence of everything folded stays (verbatim, in the summary).
-
-  Every candidate is measured with the compactor's token counter (kept texts + summary, the same
-  sum the report uses). The passes are finite by construction (each one folds one more turn, and
-  there are as many passes as turns); a candidate is only accepted when it fits, and an
-  escalation that cannot fit raises :class:`~compactor.errors.BudgetError` naming what could not
-  be made smaller. It never loops.
+- With an explicit ``level`` 2 / 3 and no budget: Level 2 replaces the older turns (everything
+  but the last ``keep_recent_turns`` turns) by the anchor rendered as Markdown (``to_markdown``,
+  in ``config.lang``), one summary message where they were; Level 3 folds all but the last turn
+  and halves the anchor. A turn is a step: a tool call and its result always share one, so they
+  are never split. Pinned, never dropped: the system prompt, the step of the newest user request,
+  and summaries of earlier compactions.
+- With a budget: the ladder of :mod:`.steps` — fold from the oldest end a batch at a time and
+  stop as soon as it fits (Level 2), else shorten the anchor as more turns fold (Level 3), else
+  the priority ladder from the floor (:mod:`.ladder`, Level 3); after any of them, fill what is
+  left by priority. Every candidate is measured as written (every text of the layout, read
+  back); the passes are finite by construction (at most one per turn), and an escalation that
+  cannot fit raises :class:`~compactor.errors.BudgetError` naming the floor. It never loops.
 
 - Every compaction ends with the self-check (:mod:`compactor.audit.selfcheck`), which back-fills
   anything missing; back-filled text counts against the budget like the rest.
@@ -44,10 +39,12 @@ from ..segments import changed, segment_index
 from ..audit.common import is_request, newest_request
 from ..audit.selfcheck import apply_to_anchor, backfill_markdown, protected_spans, run_selfcheck
 from ..syntax import is_summary_text
+from . import steps
 
 __all__ = ["escalate", "plan_units", "Unit"]
 
 FOLD_RULE = "policy.fold-turns"
+_MORE_FOLDS = 8  # batches folded past the first fit to make room for the folded turns' evidence
 _MAX_RETRIES = 3
 
 
@@ -136,6 +133,8 @@ class _Escalation:
         self.budget = budget if budget is not None else self.cfg.budget
         self.cut: list = []  # ladder items cut to fit (priority order)
         self.floor: int | None = None
+        self.filled: list = []  # ladder items put back verbatim after a fold fitted (steps.fill)
+        self.left_behind: list = []  # evidence items (priority <= 5) the last fill could not put back
 
     @property
     def tok(self) -> dict[str, int]:
@@ -153,6 +152,29 @@ class _Escalation:
         if self._units is None:
             self._units = plan_units(self.state, self.full)
         return self._units
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """Tokens of every segment as written: its text plus every mirror copy the layout keeps
+        of it (what folding it saves)."""
+        if getattr(self, "_weights", None) is None:
+            mirrors = self.state.doc.state.mirrors if self.state.doc is not None else {}
+            self._weights = {sid: t * (1 + len(mirrors.get(sid, ()))) for sid, t in self.tok.items()}
+        return self._weights
+
+    def summary_estimate(self) -> int:
+        """An upper bound of a Level 2 summary's tokens before the self-check's back-fill: the
+        reference marker and the whole anchor as Markdown."""
+        head, _, _ = self.marker({s.id for s in self.state.segments}, 2)
+        return self.counter.count(head + "\n\n" + self.to_markdown(self.full, lang=self.lang).strip()) + 8
+
+    def protected_by_segment(self) -> dict[str, list]:
+        if getattr(self, "_by_seg", None) is None:
+            by_seg: dict[str, list] = {}
+            for sp in self.protected:
+                by_seg.setdefault(sp.segment_id or "", []).append(sp)
+            self._by_seg = by_seg
+        return self._by_seg
 
     # ---------------------------------------------------------------- measuring
     def kept_tokens(self, dropped: set[str]) -> int:
@@ -292,22 +314,78 @@ class _Escalation:
 
     # ---------------------------------------------------------------- main
     def run(self) -> None:
-        st = self.state
+        """The ladder (see :mod:`.steps`): Level 1 when it fits; else fold a batch at a time into
+        the anchor (Level 2), else shorten the anchor as more turns fold (Level 3), each followed
+        by the fill by priority; else the priority ladder from the floor."""
         cfg = self.cfg
         forced = cfg.level if isinstance(cfg.level, int) else None
         budget = self.budget
-        if forced is None and budget is None:  # Level 1 only: nothing to measure
-            self.finish(set(), None, 1, None, None)
+        if budget is None:
+            if forced is None:  # Level 1 only: nothing to measure
+                self.finish(set(), None, 1, None, None)
+            else:
+                self.run_forced(forced)
             return
-        l1_total = self.total(set(), None)
-
-        if forced in (None, 1) and (budget is None or l1_total <= budget):
+        l1_total = self.written(set(), None)
+        if forced in (None, 1) and l1_total <= budget:
             self.finish(set(), None, 1, None, None)
             return
         if forced == 1:
+            self.best_over = l1_total
             raise self.cannot_fit(budget, 1)
+        batch = max(1, cfg.collapse_batch)
+        got = None
+        if forced != 3:
+            got = steps.fold(self, budget, keep_recent=cfg.keep_recent_turns, batch=batch)
+            if got is None and forced == 2:
+                self.best_over = min(self.achieved, default=None)
+                raise self.cannot_fit(budget, 2)
+        if got is None:
+            got = steps.shorten(self, budget, self.level2_drop())
+        if got is None:
+            if l1_total <= budget:  # a forced level 3 could not do better than what already fits
+                self.no_gain(3, self.best_over or l1_total, l1_total)
+                self.finish(set(), None, 1, None, None)
+                return
+            self.run_ladder(budget)
+            return
+        if got.total >= l1_total and l1_total <= budget:
+            # a forced level 3 that would only make the output bigger is not applied
+            self.no_gain(got.level, got.total, l1_total)
+            self.finish(set(), None, 1, None, None)
+            return
+        self.state.stages.append(f"level{got.level}:{got.passes}:{got.total}")
+        self.left_behind = []
+        filled = steps.fill(self, got, budget)
+        # evidence of the folded turns ranks above the recent turns whole: while the fill had to
+        # leave some behind, fold one batch more and fill again (kept when it leaves less behind)
+        for _ in range(_MORE_FOLDS):
+            if not self.left_behind:
+                break
+            behind, was_filled = self.left_behind, self.filled
+            more = steps.fold_more(self, got, budget, keep_recent=cfg.keep_recent_turns, batch=batch)
+            if more is None:
+                break
+            self.filled = []
+            again = steps.fill(self, more, budget)
+            if len(self.left_behind) >= len(behind):
+                self.left_behind, self.filled = behind, was_filled
+                break
+            got, filled = more, again
+            self.state.stages.append(f"level{got.level}:{got.passes}:{got.total}")
+        if filled is not got:
+            self.state.stages.append(f"fill:{len(self.filled)}:{filled.total}")
+        self.finish(filled.dropped, filled.cand, filled.level, l1_total, filled.total)
 
-        # Level 2 ------------------------------------------------------------------
+    def run_forced(self, forced: int) -> None:
+        """An explicit level without a budget: Level 2 folds every turn but the recent ones;
+        Level 3 folds all but the last turn and halves the anchor. A level that would not shrink
+        the output is not applied."""
+        st = self.state
+        l1_total = self.total(set(), None)
+        if forced == 1:
+            self.finish(set(), None, 1, None, None)
+            return
         dropped = self.level2_drop()
         best_total = l1_total
         l2 = None
@@ -317,75 +395,40 @@ class _Escalation:
             self.achieved.append(total)
             st.stages.append(f"level2:{total}")
             l2 = (dropped, (text, a, res, diags), total)
-            if forced == 2 and budget is None:
+            if forced == 2:
                 if total < l1_total:
                     self.finish(dropped, l2[1], 2, l1_total, total)
                 else:
                     self.no_gain(2, total, l1_total)
                     self.finish(set(), None, 1, None, None)
                 return
-            if budget is not None and total <= budget and total < l1_total:
-                self.finish(dropped, (text, a, res, diags), 2, l1_total, total)
-                return
-            if forced == 2:
-                self.best_over = total
-                raise self.cannot_fit(budget, 2)
             if total < best_total:
                 best_total = total
             else:
                 dropped = set()  # Level 2 did not shrink: Level 3 starts from Level 1
-
-        # Level 3 ------------------------------------------------------------------
-        if budget is None:  # forced level 3 without a budget: fold all but the last turn, halve the anchor
-            order = self.fold_order(dropped)
-            for u in order[:-1]:
-                dropped |= set(u.ids)
-            a = self.summary_anchor(dropped)
-            from .anchor_fit import anchor_tokens
-
-            room = max(1, anchor_tokens(a, self.counter, lang=self.lang) // 2)
-            try:
-                cand = self.render(dropped, 3, room)
-            except BudgetError:
-                cand = self.render(dropped, 3, None)
-                st.diagnostics.append(Diagnostic(code="anchor-not-shortened", severity=Severity.info,
-                                                 message="level 3 without a budget: the anchor could not be halved; "
-                                                         "kept whole"))
-            total = self.total(dropped, cand[0])
-            if total < best_total:
-                self.finish(dropped, cand, 3, l1_total, total)
-            elif l2 is not None and l2[2] < l1_total:
-                self.no_gain(3, total, l2[2])
-                self.finish(l2[0], l2[1], 2, l1_total, l2[2])
-            else:
-                self.no_gain(3, total, l1_total)
-                self.finish(set(), None, 1, None, None)
-            return
-
         order = self.fold_order(dropped)
-        passes = 0
-        for i in range(len(order) + 1):  # pass i: i more turns folded (finite: one per turn)
-            if i:
-                dropped = dropped | set(order[i - 1].ids)
-            elif not dropped:
-                continue  # a summary without folding anything only adds tokens
-            passes += 1
-            got = self.try_fit(dropped, budget)
-            if got is not None:
-                cand, total = got
-                if total >= l1_total and l1_total <= budget:
-                    # a forced level 3 that would only make the output bigger is not applied
-                    self.no_gain(3, total, l1_total)
-                    self.finish(set(), None, 1, None, None)
-                    return
-                st.stages.append(f"level3:{passes}:{total}")
-                self.finish(dropped, cand, 3, l1_total, total)
-                return
-        if l1_total <= budget:  # a forced level 3 could not do better than what already fits
-            self.no_gain(3, self.best_over or l1_total, l1_total)
+        for u in order[:-1]:
+            dropped |= set(u.ids)
+        a = self.summary_anchor(dropped)
+        from .anchor_fit import anchor_tokens
+
+        room = max(1, anchor_tokens(a, self.counter, lang=self.lang) // 2)
+        try:
+            cand = self.render(dropped, 3, room)
+        except BudgetError:
+            cand = self.render(dropped, 3, None)
+            st.diagnostics.append(Diagnostic(code="anchor-not-shortened", severity=Severity.info,
+                                             message="level 3 without a budget: the anchor could not be halved; "
+                                                     "kept whole"))
+        total = self.total(dropped, cand[0])
+        if total < best_total:
+            self.finish(dropped, cand, 3, l1_total, total)
+        elif l2 is not None and l2[2] < l1_total:
+            self.no_gain(3, total, l2[2])
+            self.finish(l2[0], l2[1], 2, l1_total, l2[2])
+        else:
+            self.no_gain(3, total, l1_total)
             self.finish(set(), None, 1, None, None)
-            return
-        self.run_ladder(budget)
 
     # ---------------------------------------------------------------- the priority ladder
     def written(self, dropped: set[str], summary: str | None, texts: dict[str, str] | None = None) -> int:
@@ -404,9 +447,7 @@ class _Escalation:
         from .ladder import build_items
 
         if getattr(self, "_plan", None) is None:
-            by_seg: dict[str, list] = {}
-            for sp in self.protected:
-                by_seg.setdefault(sp.segment_id or "", []).append(sp)
+            by_seg = self.protected_by_segment()
             from ..audit.common import newest_request
 
             req = newest_request(self.state.segments, self.full)
@@ -466,6 +507,10 @@ class _Escalation:
         floor_items = [it for it in plan.items if it.floor]
         floor = self.ladder_floor(budget)
         self.floor = floor
+        # the evidence of every turn that may be folded, each line in its priority (before the
+        # recent turns whole); a line a kept turn shows is not repeated (ladder_candidate)
+        extra_ev = steps.folded_evidence(self, {s.id for s in self.state.segments if s.id not in plan.request_ids})
+        items = sorted([*plan.items, *extra_ev], key=lambda it: it.priority)
         if floor > budget:
             raise BudgetError(self.floor_message(budget, floor), floor=floor)
         mirrors = self.state.doc.state.mirrors
@@ -475,7 +520,7 @@ class _Escalation:
         sections = {it.section for it in floor_items}
         turns_open = True
         req_now = self.counter.count(plan.condensed[1]) if plan.condensed is not None else 0
-        for it in plan.items:
+        for it in items:
             if it.floor:
                 continue
             if (it.whole_request or it.request_more) and plan.condensed is not None:
@@ -513,7 +558,7 @@ class _Escalation:
         chosen = chosen + extra[:best]
         dropped, text = self.ladder_candidate(chosen, budget)
         ids = {id(it) for it in chosen}
-        self.cut = [it for it in plan.items if id(it) not in ids]
+        self.cut = [it for it in plan.items if id(it) not in ids]  # (the ladder's own items)
         condensed = self.request_texts(chosen)
         if condensed:  # the request is written condensed; its whole text expands back
             _sid, _short, rref = plan.condensed
@@ -527,8 +572,13 @@ class _Escalation:
         for it in chosen:
             for ref, original in it.originals.items():
                 self.save(ref, original)
-        self.state.stages.append(f"ladder:{len(chosen)}/{len(plan.items)}:{self.written(dropped, text)}")
-        self.finish(dropped, (text, self.full, res, []), 3, None, None)
+        total = self.written(dropped, text)
+        self.state.stages.append(f"ladder:{len(chosen)}/{len(items)}:{total}")
+        got = steps.Fit(dropped, (text, self.full, res, []), 3, total)
+        filled = steps.fill(self, got, budget)
+        if filled is not got:
+            self.state.stages.append(f"fill:{len(self.filled)}:{filled.total}")
+        self.finish(dropped, filled.cand, 3, None, None)
 
     def save(self, ref: str, original: str) -> None:
         try:

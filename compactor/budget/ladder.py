@@ -43,7 +43,7 @@ from ..audit.common import newest_request
 from ..lazyre import lazy_regex
 from ..record import Field, Record
 
-__all__ = ["LadderItem", "Plan", "build_items", "condense_request", "PRIORITIES"]
+__all__ = ["LadderItem", "Plan", "build_items", "condense_request", "render", "render_sections", "PRIORITIES"]
 
 PRIORITIES = {
     1: "newest request and user constraints",
@@ -598,7 +598,12 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
 
 def render(items: list[LadderItem], marker: str) -> str:
     """The summary text: the marker line, then each section's kept lines in ladder order."""
-    out = [marker]
+    return marker + "\n" + render_sections(items)
+
+
+def render_sections(items: list[LadderItem]) -> str:
+    """Each section's lines in ladder order (a blank line and the heading before each section)."""
+    out: list[str] = []
     sections: dict[str, list[str]] = {}
     order: list[str] = []
     for it in items:
@@ -613,7 +618,7 @@ def render(items: list[LadderItem], marker: str) -> str:
         if sec:
             out.append(sec)
         out.extend(sections[sec])
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" if out else ""
 
 
 def marker_line(lang: str, n: int, rng: str, ref: str) -> str:
