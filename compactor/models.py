@@ -233,8 +233,9 @@ class Evidence(Item):
     text: str = Field(description="verbatim protected span")
     rule_id: str = ""
     family: str = ""
-    status: Literal["live", "resolved"] = Field(
-        default="live", description="resolved: a later run of the same command (or a fix of its cause) succeeded")
+    status: Literal["live", "resolved", "stale"] = Field(
+        default="live", description="resolved: a later run of the same command (or a fix of its cause) succeeded; "
+                                    "stale: the run changed the code or moved on and never re-ran it")
     resolved_at: str = Field(default="", description="the step that resolved it")
 
 
@@ -294,6 +295,90 @@ class PendingCall(Frozen):
     action: str = Field(default="", description="short text of the call")
 
 
+# --------------------------------------------------------------------------- the run model
+# (built from typed tool calls and outputs by compactor.anchor.runmodel; the anchor's status, live
+# failure, changes, failed approaches and next step are derived from it)
+
+
+class RunStep(Frozen):
+    """One tool call and its outcome as the tool reported it."""
+
+    step: str = ""
+    action: Literal["edit", "run", "test", "read", "search", "install", "submit", "message"] = "run"
+    target: str = Field(default="", description="the file, or the command's first line")
+    family: str = Field(default="", description="what counts as the same command again")
+    call_id: str = ""
+    done: bool = Field(default=False, description="a result was seen")
+    ok: bool = True
+    exit_code: int | None = None
+    error: str = Field(default="", description="the decisive error line, verbatim")
+    signature: str = Field(default="", description="the error with numbers and addresses masked")
+    location: str = Field(default="", description="file:line the error points at")
+    passed: int | None = None
+    failed: int | None = None
+    files: tuple[str, ...] = ()
+
+
+class FileLife(Frozen):
+    path: str
+    change: Literal["created", "modified", "reverted", "deleted", "created-deleted"] = "modified"
+    first_step: str = ""
+    last_step: str = ""
+    edits: int = 0
+    failed_edits: int = 0
+
+
+class ErrorLife(Frozen):
+    signature: str
+    text: str = ""
+    family: str = ""
+    action: str = ""
+    location: str = ""
+    first_step: str = ""
+    last_step: str = ""
+    count: int = 1
+    state: Literal["live", "resolved", "stale"] = "live"
+    why: str = Field(default="", description="what resolved it or made it stale")
+    at: str = Field(default="", description="the step that resolved it or made it stale")
+
+
+class TestLife(Frozen):
+    test: str
+    status: Literal["passed", "failed"] = "failed"
+    step: str = ""
+
+
+class FamilyLife(Frozen):
+    family: str
+    action: str = ""
+    attempts: int = 0
+    failures: int = 0
+    last_step: str = ""
+    last_ok: bool = True
+
+
+class RunModel(Frozen):
+    """The run as its tools reported it: steps, each entity's life and the task status."""
+
+    steps: list[RunStep] = Field(default_factory=list, description="the most recent calls (at most 64)")
+    calls: int = 0
+    files: list[FileLife] = Field(default_factory=list)
+    errors: list[ErrorLife] = Field(default_factory=list)
+    tests: list[TestLife] = Field(default_factory=list)
+    families: list[FamilyLife] = Field(default_factory=list)
+    status: Literal["working", "finished", "submitted", "stopped-limit", "stopped-error", "waiting"] = "working"
+    status_step: str = ""
+    status_note: str = Field(default="", description="the line that stopped the run, the question asked, the final claim")
+    last_change_step: str = ""
+    last_step: str = ""
+    plan: str = Field(default="", description="the agent's last stated plan")
+    plan_step: str = ""
+    plan_acted: bool = Field(default=False, description="a call came after the plan")
+    harness_rules: list[str] = Field(default_factory=list, description="binding lines of the harness's instructions")
+    seq: int = 0
+    open_file: str = Field(default="", description="the file an editor-style agent has open")
+
+
 class AnchorCursor(Frozen):
     """Bookkeeping that lets :func:`compactor.anchor.merge` continue exactly where the last build stopped.
 
@@ -327,12 +412,23 @@ class AnchorCursor(Frozen):
     raw_next_steps: list[NextStep] = Field(default_factory=list, description="the next steps before freeze presented them")
     finished: bool = Field(default=False, description="the work was submitted / declared finished after the last request")
     answered: bool = Field(default=False, description="the agent acted or replied after the newest user request")
+    run: RunModel = Field(default_factory=RunModel, description="the run model the derived sections come from")
+    # the sections as extracted, when the run model changed what the anchor shows (else empty)
+    raw_failed: list[FailedAttempt] = Field(default_factory=list)
+    raw_evidence: list[Evidence] = Field(default_factory=list)
+    raw_dead: list[ExcludedApproach] = Field(default_factory=list)
+    raw_facts: list[Fact] = Field(default_factory=list)
+    raw_decisions: list[Decision] = Field(default_factory=list)
+    raw_questions: list[OpenQuestion] = Field(default_factory=list)
+    raw_constraints: list[UserConstraint] = Field(default_factory=list)
 
 
 class Anchor(Frozen):
     """The working memory: seed-000 fields plus seed-001 sections plus the files-touched trail."""
 
     schema_version: str = SCHEMA_VERSION
+    status: str = Field(default="", description="one line: where the task stands, from the run model")
+    live_failure: str = Field(default="", description="the newest unresolved error with its location, or 'none'")
     # seed 000
     objective_state: str = ""
     facts_learned: list[Fact] = Field(default_factory=list)

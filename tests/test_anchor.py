@@ -533,8 +533,8 @@ def test_unfinished_file_and_stale_read():
 # --------------------------------------------------------------------------- rendering
 
 
-ZH_HEADINGS = ["## 当前工作状态", "**目标**:", "**已完成**:", "**已做决策**:", "**已排除方案**:", "**待解决**:", "**关键证据**:"]
-EN_HEADINGS = ["## Current working state", "**Goal**:", "**Done**:", "**Decisions**:", "**Excluded approaches**:",
+ZH_HEADINGS = ["## 当前工作状态", "**状态**:", "**当前失败**:", "**目标**:", "**已完成**:", "**已做决策**:", "**已排除方案**:", "**待解决**:", "**关键证据**:"]
+EN_HEADINGS = ["## Current working state", "**Status**:", "**Live failure**:", "**Goal**:", "**Done**:", "**Decisions**:", "**Excluded approaches**:",
                "**Open / next**:", "**Key evidence**:", "**Constraints**:", "**Files**:"]
 
 
@@ -549,9 +549,11 @@ def test_markdown_layouts(comp, name):
     a = build_anchor(segments, live_spans(comp, segments))
     zh = to_markdown(a, "zh")
     pos = _heading_order(zh, ZH_HEADINGS)
-    assert pos == sorted(pos) and zh.startswith("## 当前工作状态\n\n**目标**: ")
+    # the status line comes first (issue 32), then the live failure, then seed 001's goal
+    assert pos == sorted(pos) and zh.startswith("## 当前工作状态\n\n**状态**: ")
+    assert zh.split("\n")[pos[3]].startswith("**目标**: ")
     # seed 001's layout: every section is a bold label, a colon, then '- ' items
-    for h in ZH_HEADINGS[2:]:
+    for h in ZH_HEADINGS[4:]:
         i = zh.split("\n").index(h)
         assert zh.split("\n")[i + 1].startswith("- ")
     en = to_markdown(a, "en")

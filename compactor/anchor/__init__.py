@@ -14,7 +14,7 @@ Public API:
 - :func:`to_json` / :func:`to_seed_json` / :func:`to_markdown` — renderings of the one model:
   the canonical JSON, seed 000's record (exactly its six fields), Markdown in English or in seed
   001's Chinese layout; each shows every item once;
-- :func:`bound_anchor` — the default size bound (2,000 tokens), filled by priority;
+- :func:`bound_anchor` — the default size bound (1,500 tokens), filled by priority (:data:`PRIORITY`);
 - :func:`continuation_check` — ask the anchor the continuation questions, back-fill the answers it
   lacks from the trajectory.
 
@@ -27,13 +27,17 @@ from .bound import DEFAULT_MAX_TOKENS, bound_anchor
 from .build import EVIDENCE_FAMILIES, build_anchor, merge
 from .continuation import QUESTIONS, continuation_check
 from .render import SEED_FIELDS, to_json, to_markdown, to_seed_json
+from .runmodel import build_run
+from .sections import PRIORITY
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "EVIDENCE_FAMILIES",
+    "PRIORITY",
     "QUESTIONS",
     "SEED_FIELDS",
     "bound_anchor",
+    "build_run",
     "build_anchor",
     "continuation_check",
     "merge",

@@ -1,10 +1,11 @@
-"""The anchor's default size bound: at most ``max_tokens`` (2,000 by default) in its written form.
+"""The anchor's default size bound: at most ``max_tokens`` (1,500 by default) in its written form.
 
-The anchor is filled by priority, never cut in the middle of an item:
-
-1. live key evidence (the error that is still there), 2. user constraints, 3. failed attempts
-(unresolved first), 4. decisions, 5. changes, 6. intent, 7. next steps and open questions, then
-the rest (excluded approaches, facts, resolved evidence, the files trail, finished requests).
+The anchor is filled by priority (:data:`compactor.anchor.sections.PRIORITY`), never cut in the
+middle of an item. The status line and the live failure head the rendering and are always kept;
+then 1. the evidence of the live failure, 2. constraints (the user's and the harness's binding
+rules), 3. changes, 4. failed attempts (unresolved first), 5. next steps, then the rest
+(decisions, intent, open questions, excluded approaches, facts, resolved or stale evidence, the
+files trail).
 
 Within a section the newest items come first (user constraints keep their order: they all
 bind). What does not fit is counted per section in ``Anchor.overflow`` with the items' ids and
@@ -24,12 +25,17 @@ from collections.abc import Callable
 from ..models import Anchor, Intent, Overflow
 from .ledger import FactLedger
 from .render import RenderMemo, render_lines, to_markdown
+from .sections import PRIORITY as SECTION_PRIORITY
 
 __all__ = ["DEFAULT_MAX_TOKENS", "PRIORITY", "bound_anchor"]
 
-DEFAULT_MAX_TOKENS = 2000
-PRIORITY = ("live_evidence", "user_constraints", "failed_attempts", "decisions_made", "changes_made", "intent",
-            "next_steps", "open_questions", "dead_ends", "facts_learned", "resolved_evidence", "files_touched")
+DEFAULT_MAX_TOKENS = 1500
+# the sections' order (sections.PRIORITY) as the groups this module fills
+_GROUPS = {"live_failure": "live_evidence", "constraints": "user_constraints", "changes": "changes_made",
+           "failed_approaches": "failed_attempts", "next_step": "next_steps", "decisions": "decisions_made",
+           "intent": "intent", "open_questions": "open_questions", "excluded_approaches": "dead_ends",
+           "facts": "facts_learned", "resolved_evidence": "resolved_evidence", "files": "files_touched"}
+PRIORITY = tuple(_GROUPS[name] for name in SECTION_PRIORITY if name in _GROUPS)
 _LISTS = ("key_evidence", "user_constraints", "failed_attempts", "decisions_made", "changes_made", "next_steps",
           "open_questions", "dead_ends", "facts_learned", "files_touched")
 

@@ -46,6 +46,8 @@ from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
 from ._tables import NOT_FAILURE, TOOL_ERROR, EvidenceTable, FailedTable, dedupe_line
 from .ledger import FactLedger
+from . import sections as S
+from .runmodel import RunFold
 from ..lazyre import lazy_regex
 
 __all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
@@ -391,21 +393,23 @@ class _State:
         self._kept_parts: dict[str, tuple] = {}  # freeze's derived parts and what they read (see _kept)
         self._fact_shapes: dict[str, bool] = {}
         self._via: tuple[str, str] = ("", "")  # the last 'via' of a fact and its shortened form
-        self.facts: dict[str, Fact] | FactLedger = {x.id: x for x in a.facts_learned}
-        self.decisions: dict[str, Decision] = {x.id: x for x in a.decisions_made}
-        self.questions: dict[str, OpenQuestion] = {x.id: x for x in a.open_questions}
-        self.dead: dict[str, ExcludedApproach] = {x.id: x for x in a.dead_ends}
-        self.failed: FailedTable = FailedTable(a.failed_attempts)
+        c0 = a.cursor
+        self.run = RunFold(c0.run)
+        self.facts: dict[str, Fact] | FactLedger = {x.id: x for x in (c0.raw_facts or a.facts_learned)}
+        self.decisions: dict[str, Decision] = {x.id: x for x in (c0.raw_decisions or a.decisions_made)}
+        self.questions: dict[str, OpenQuestion] = {x.id: x for x in (c0.raw_questions or a.open_questions)}
+        self.dead: dict[str, ExcludedApproach] = {x.id: x for x in (c0.raw_dead or a.dead_ends)}
+        self.failed: FailedTable = FailedTable(c0.raw_failed or a.failed_attempts)
         derived = set(a.cursor.derived_ids)
         # freeze folds scratch files into one line; the unfolded list is kept in the cursor
         raw_changes = a.cursor.collapsed_changes or a.changes_made
         self.changes: dict[str, ChangeMade] = {x.id: x for x in raw_changes}
         raw_steps = a.cursor.raw_next_steps or [x for x in a.next_steps if x.id not in derived]
         self.next_steps: dict[str, NextStep] = {x.id: x for x in raw_steps}
-        self.evidence: EvidenceTable = EvidenceTable(a.key_evidence)
+        self.evidence: EvidenceTable = EvidenceTable(c0.raw_evidence or a.key_evidence)
         # evidence the last dedupe kept only because it came from that step (see _dedupe_evidence)
         self._dedupe_kept: list[str] = []
-        self.constraints: dict[str, UserConstraint] = {x.id: x for x in a.user_constraints}
+        self.constraints: dict[str, UserConstraint] = {x.id: x for x in (c0.raw_constraints or a.user_constraints)}
         self.intent: dict[str, IntentItem] = {x.id: x for x in a.intent.history}
         self.files: dict[str, dict[str, Any]] = {
             f.path: {"actions": list(f.actions), "first_step": f.first_step, "last_step": f.last_step,
@@ -449,6 +453,7 @@ class _State:
     # ------------------------------------------------------------------ feeding
     def feed(self, seg: Segment, spans: Sequence[Span]) -> None:
         self.seq += 1
+        self.run.feed(seg)
         if seg.step_id != self.last_step:
             self.steps_seen += 1
             self.last_step = seg.step_id
@@ -1313,10 +1318,21 @@ class _State:
                                                     self.current_request, self.finished, self.answered,
                                                     self.last_result_error, self.last_error, self.last_error_step),
                                      lambda: self._next_steps(draft)))
-        net = _net_changes(draft)
+        # the sections the run model decides (see sections.py); the extracted lists are kept in
+        # the cursor when they differ, so a merge continues from them
+        run = self.run.model()
+        raw = {k: fields[k] for k in ("failed_attempts", "key_evidence", "dead_ends", "facts_learned",
+                                       "decisions_made", "open_questions", "user_constraints")}
+        net = S.changes(_net_changes(draft), run)
+        derived_view = self._kept("run_sections", (run, raw["failed_attempts"], raw["key_evidence"], raw["dead_ends"],
+                                                   raw["facts_learned"], raw["decisions_made"], raw["open_questions"],
+                                                   raw["user_constraints"], net, next_steps, files),
+                                  lambda: self._run_sections(run, raw, net, next_steps, files))
+        fields.update(derived_view[0])
+        next_steps = derived_view[1]
         derived = [n.id for n in next_steps if n.id not in self.next_steps]
         derived += [c.id for c in net if c.id not in self.changes]
-        collapsed = raw_changes if [c.id for c in net] != [c.id for c in raw_changes] else []
+        collapsed = raw_changes if net != raw_changes else []
         raw_steps = raw_next if [n.id for n in next_steps if n.id in self.next_steps] != \
             [n.id for n in raw_next] else []
         cursor = AnchorCursor(
@@ -1330,11 +1346,33 @@ class _State:
             user_messages=self.user_messages, current_request=self.current_request,
             error_keys={k: list(v) for k, v in self.error_keys.items()}, finished=self.finished,
             answered=self.answered, derived_ids=derived, collapsed_changes=collapsed, raw_next_steps=raw_steps,
+            run=run, **{name: (raw[field] if raw[field] != fields[field] else [])
+                        for name, field in (("raw_failed", "failed_attempts"), ("raw_evidence", "key_evidence"),
+                                            ("raw_dead", "dead_ends"), ("raw_facts", "facts_learned"),
+                                            ("raw_decisions", "decisions_made"), ("raw_questions", "open_questions"),
+                                            ("raw_constraints", "user_constraints"))},
         )
         view = SimpleNamespace(**fields, changes_made=net, next_steps=next_steps, cursor=cursor, overflow=[])
         return Anchor(**fields, changes_made=net, next_steps=next_steps, cursor=cursor,
+                      status=S.status_line(run), live_failure=S.live_failure_line(run),
                       objective_state=_objective_text(self._objective_parts(view), self.steps_seen),
                       next_action_hint=next_action_hint(view))
+
+    def _run_sections(self, run, raw: dict, net: list, next_steps: list, files: list) -> tuple[dict, list]:
+        """The sections the run model decides, from the extracted lists."""
+        if isinstance(self.facts, FactLedger):
+            facts = raw["facts_learned"]
+        else:
+            facts = S.facts(raw["facts_learned"])
+        return ({
+            "failed_attempts": S.failed_approaches(raw["failed_attempts"], run, net),
+            "key_evidence": S.evidence(raw["key_evidence"], run),
+            "dead_ends": raw["dead_ends"],
+            "facts_learned": facts,
+            "decisions_made": S.decisions(raw["decisions_made"]),
+            "open_questions": S.open_questions(raw["open_questions"]),
+            "user_constraints": raw["user_constraints"],
+        }, S.next_steps(next_steps, run, files))
 
     def _objective_parts(self, view: SimpleNamespace) -> tuple[list[str], list[str], list[str]]:
         """``_objective_parts`` of the anchor being frozen (kept while all it reads is equal)."""

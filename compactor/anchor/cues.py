@@ -382,3 +382,68 @@ def _load_cue_rules() -> None:
 
 
 _load_cue_rules()
+
+
+# --------------------------------------------------------------------------- one labelling function
+#
+# Every use of the cues to file a sentence of prose goes through ``label_sentence``: a trained
+# classifier can replace its body without touching the sections that read the labels.
+
+LABELS = ("decision", "rejected", "constraint", "question", "plan", "status", "noise")
+
+_PLAN = lazy_regex(
+    r"^(?:(?:now|next|then|first|finally|so|ok(?:ay)?|alright)[,!.]?\s+)*(?:I'll|I will|I'm going to|I am going to|"
+    r"let me|let's|we'll|we will|we need to|I need to|I still need to|we still need to|I should|we should|"
+    r"the next step is|next step:|next,|todo:)\b|^(?:接下来|下一步|然后我|我(?:将|会|要|先)|还需要)", I)
+_TO_USER = lazy_regex(
+    r"\b(?:you|your|yours|shall I|should I|do you|would you|could you|can you|let me know|would it be|is it ok|"
+    r"may I|want me to|prefer)\b|你|您|是否需要|要不要", I)
+_SELF_TALK = lazy_regex(
+    r"^(?:(?:hmm+|wait|hm+|ah|oh|well|but|so|and|or|actually|really|right|now)[,.!]?\s+)*(?:is (?:that|this|it) (?:really|actually|right|correct)|"
+    r"what (?:if|about|else|could|would|does|is)|why (?:is|does|did|would|do)|how (?:is|does|did|do|can|could|would)|"
+    r"where (?:is|does|do)|could (?:it|this|that) be|is there|are there|did (?:I|we|it)|do (?:I|we)|am I|have I|"
+    r"does (?:this|that|it)|was (?:it|this|that)|or (?:is|was|does|maybe))\b", I)
+_CODE_LIKE = lazy_regex(r"^\s*(?:#|//|/\*|\*\s|>>>|\$ )|[;{}]\s*$|^\s*(?:def|class|import|from|return|if|for|while)\b.*[:(]")
+
+
+def label_sentence(text: str, context: dict | None = None) -> str:
+    """The label of one sentence of prose: ``decision``, ``rejected``, ``constraint``,
+    ``question``, ``plan``, ``status`` or ``noise``.
+
+    ``context``: ``role`` (``"user"`` or ``"assistant"``, default assistant), ``last`` (the
+    sentence ends its message). Cue patterns decide today; this is the one place a trained
+    classifier replaces them. A question is one put to the user (a rhetorical question or
+    self-talk is noise); a constraint binds only when the user (or the task) states it; a plan is
+    the agent's own statement of what it will do next.
+    """
+    ctx = context or {}
+    role = ctx.get("role", "assistant")
+    s = text.strip()
+    if len(s) < 4 or _CODE_LIKE.search(s) or CHROME_FACT.match(s):
+        return "noise"
+    low = s.lower()
+    if s.endswith(("?", "？")):
+        if role != "assistant":
+            return "question"
+        if _SELF_TALK.match(s) and not _TO_USER.search(s):
+            return "noise"
+        return "question" if _TO_USER.search(s) else "noise"
+    if role == "user":
+        if STOP.search(s) or CUES["constraint"].search(s, low) and not ADVISORY.search(s):
+            return "constraint"
+        if REJECT.search(s):
+            return "rejected"
+        if CUES["decision"].search(s, low):
+            return "decision"
+        return "noise"
+    if FINISHED.search(s):
+        return "status"
+    if CUES["dead_end"].search(s, low):
+        return "rejected"
+    if CUES["decision"].search(s, low) and not OBSERVATION.search(s):
+        return "decision"
+    if _PLAN.search(s) or CUES["next_step"].search(s, low):
+        return "plan"
+    if ASKS_USER.search(s):
+        return "question"
+    return "noise"

@@ -16,7 +16,7 @@ SEED_FIELDS = ("objective_state", "facts_learned", "decisions_made", "open_quest
 
 _LABELS = {
     "en": {
-        "title": "## Current working state", "goal": "**Goal**", "done": "**Done**", "decisions": "**Decisions**",
+        "title": "## Current working state", "status": "**Status**", "live": "**Live failure**", "harness": "Harness rule", "goal": "**Goal**", "done": "**Done**", "decisions": "**Decisions**",
         "excluded": "**Excluded approaches**", "open": "**Open / next**", "evidence": "**Key evidence**",
         "constraints": "**Constraints**", "files": "**Files**", "none": "- (none)", "failed": "failed",
         "pending": "no result yet", "request_done": "Finished request", "rejected": "Rejected by the user",
@@ -32,7 +32,7 @@ _LABELS = {
         "sec_dead_ends": "excluded approaches", "sec_facts_learned": "facts", "sec_files_touched": "files",
     },
     "zh": {
-        "title": "## 当前工作状态", "goal": "**目标**", "done": "**已完成**", "decisions": "**已做决策**",
+        "title": "## 当前工作状态", "status": "**状态**", "live": "**当前失败**", "harness": "运行环境规则", "goal": "**目标**", "done": "**已完成**", "decisions": "**已做决策**",
         "excluded": "**已排除方案**", "open": "**待解决**", "evidence": "**关键证据**",
         "constraints": "**用户约束**", "files": "**涉及文件**", "none": "- 无", "failed": "失败",
         "pending": "尚无结果", "request_done": "已完成的需求", "rejected": "用户否定", "question": "待确认问题",
@@ -61,8 +61,11 @@ def _dead_end_text(approach: str, why: str, sep: str = ": ") -> str:
 def to_seed_json(anchor: Anchor) -> dict[str, Any]:
     """Seed 000's memory record: exactly its six fields. Dead ends are the excluded approaches;
     the next-action hint is the first pending next step (non-binding)."""
+    state = anchor.objective_state
+    if anchor.status:
+        state = f"{anchor.status}. {state}" if state else anchor.status
     return {
-        "objective_state": anchor.objective_state,
+        "objective_state": state,
         "facts_learned": [{"text": f.text, "source_step": f.source_step} for f in anchor.facts_learned],
         "decisions_made": [{"decision": d.decision, "reason": d.reason}
                            for d in anchor.decisions_made if d.status == "active"],
@@ -72,7 +75,7 @@ def to_seed_json(anchor: Anchor) -> dict[str, Any]:
     }
 
 
-JSON_SECTIONS = ("intent", "user_constraints", "changes_made", "decisions_made", "excluded_approaches",
+JSON_SECTIONS = ("status", "live_failure", "intent", "user_constraints", "changes_made", "decisions_made", "excluded_approaches",
                  "failed_attempts", "key_evidence", "open_questions", "next_steps", "facts_learned", "files_touched",
                  "overflow")
 
@@ -95,12 +98,14 @@ def to_json(anchor: Anchor) -> dict[str, Any]:
     dump = anchor.model_dump(mode="json", include={"changes_made", "decisions_made", "failed_attempts",
                                                    "key_evidence", "open_questions", "next_steps", "facts_learned",
                                                    "user_constraints", "files_touched", "overflow"})
-    out: dict[str, Any] = {"schema_version": anchor.schema_version, "intent": intent}
-    for name in JSON_SECTIONS[1:]:
+    out: dict[str, Any] = {"schema_version": anchor.schema_version, "status": anchor.status,
+                           "live_failure": anchor.live_failure, "intent": intent}
+    for name in JSON_SECTIONS[3:]:
         if name == "excluded_approaches":
             out[name] = [x.model_dump(mode="json") for x in anchor.dead_ends]
         else:
             out[name] = dump[name]
+    out["harness_constraints"] = list(anchor.cursor.run.harness_rules)
     out["steps_seen"] = anchor.steps_seen
     return out
 
@@ -189,8 +194,13 @@ def _row_groups(anchor: Anchor, lang: str, memo: RenderMemo | None) -> list[list
     L = _LABELS[lang]
     a = anchor
     goal = a.cursor.objective or a.intent.current or a.intent.newest_request
-    groups: list[list[tuple[str, str, str]]] = [
-        [("title", "", L["title"]), ("goal", "", f"{L['goal']}: {goal}" if goal else f"{L['goal']}:")]]
+    head = [("title", "", L["title"])]
+    status, live = _status_texts(a, lang)
+    if status:
+        head.append(("status", "", f"{L['status']}: {status}"))
+        head.append(("live", "", f"{L['live']}: {live}"))
+    head.append(("goal", "", f"{L['goal']}: {goal}" if goal else f"{L['goal']}:"))
+    groups: list[list[tuple[str, str, str]]] = [head]
     hist = a.intent.history
     for name, deps, build in (
             ("done", (hist, a.changes_made), _done_rows),
@@ -198,7 +208,7 @@ def _row_groups(anchor: Anchor, lang: str, memo: RenderMemo | None) -> list[list
             ("excluded", (a.dead_ends, hist, a.failed_attempts), _excluded_rows),
             ("open", (a.open_questions, hist, a.next_steps, a.files_touched, a.next_action_hint), _open_rows),
             ("evidence", (a.key_evidence, a.facts_learned), _evidence_rows),
-            ("constraints", (a.user_constraints,), _constraint_rows),
+            ("constraints", (a.user_constraints, a.cursor.run.harness_rules), _constraint_rows),
             ("files", (a.files_touched,), _file_rows),
             ("overflow", (a.overflow,), _overflow_rows)):
         if memo is None:
@@ -209,6 +219,16 @@ def _row_groups(anchor: Anchor, lang: str, memo: RenderMemo | None) -> list[list
             hit = memo.sections[(lang, name)] = (deps, build(a, L))
         groups.append(hit[1])
     return groups
+
+
+def _status_texts(a: Anchor, lang: str) -> tuple[str, str]:
+    """The status line and the live failure, in ``lang`` (from the run model when the anchor
+    carries it, so both languages render the same facts)."""
+    if lang == "zh" and a.status and a.cursor.run.calls:
+        from .sections import live_failure_line, status_line
+
+        return status_line(a.cursor.run, "zh"), live_failure_line(a.cursor.run, "zh")
+    return a.status, a.live_failure
 
 
 def _section(name: str, label: str, items: list[tuple[str, str]], L: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -303,8 +323,12 @@ def fact_line(fact: Fact, lang: str = "en") -> str:
 
 
 def _constraint_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
-    return _section("constraints", L["constraints"], [
-        (c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"], L)
+    rows = [(c.id, f"- {c.text}{_step(c.source_step)}") for c in anchor.user_constraints if c.status == "active"]
+    # the binding lines of the harness's instructions (the run model keeps them; always shown)
+    shown = [c.text for c in anchor.user_constraints]
+    rows += [("", f"- {L['harness']}{L['sep']}{line}") for line in anchor.cursor.run.harness_rules
+             if not any(line in t or t in line for t in shown)]
+    return _section("constraints", L["constraints"], rows, L)
 
 
 def _file_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:

@@ -1,0 +1,264 @@
+"""The anchor's sections, derived from the run model: one small function each.
+
+:data:`PRIORITY` is the one order in which the sections survive a size bound (the anchor's own,
+:mod:`compactor.anchor.bound`, and Level 3 in :mod:`compactor.budget`): status, live failure,
+constraints, changes, failed approaches, next step, then the rest. The definitions of the
+sections are in ``docs/anchor.md``.
+"""
+
+from __future__ import annotations
+
+from ..lazyre import lazy_regex
+from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproach, FailedAttempt, Fact, FileTouch,
+                      NextStep, OpenQuestion, RunModel, RunStep)
+from ._text import item_id
+from .cues import label_sentence
+from .runmodel import chrome_line, command_family
+
+__all__ = ["PRIORITY", "changes", "decisions", "evidence", "failed_approaches", "facts",
+           "live_failure", "live_failure_line", "next_steps", "open_questions", "status_line"]
+
+# the sections in the order they are kept under a size bound (the rest: intent, open questions,
+# excluded approaches, facts, resolved evidence, the files trail)
+PRIORITY = ("status", "live_failure", "constraints", "changes", "failed_approaches", "next_step",
+            "decisions", "intent", "open_questions", "excluded_approaches", "facts", "resolved_evidence", "files")
+
+_WORDS = {
+    "en": {
+        "working": "Working", "finished": "Finished", "submitted": "Submitted",
+        "stopped-limit": "Stopped by a step or cost limit", "stopped-error": "Stopped by an API or harness error",
+        "waiting": "Waiting for the user", "at": "at", "calls": "tool calls", "last": "last",
+        "ok": "succeeded", "failed": "failed", "pending": "no result yet", "evidence": "evidence",
+        "no_check": "no passing check after the last change", "none": "none", "seen": "seen",
+        "times": "times", "from": "from", "no_calls": "no tool calls",
+    },
+    "zh": {
+        "working": "进行中", "finished": "已完成", "submitted": "已提交", "stopped-limit": "因步数或费用上限停止",
+        "stopped-error": "因 API 或运行环境错误停止", "waiting": "等待用户回复", "at": "于", "calls": "次工具调用",
+        "last": "最后", "ok": "成功", "failed": "失败", "pending": "尚无结果", "evidence": "证据",
+        "no_check": "最后一次改动之后没有通过的检查", "none": "无", "seen": "出现", "times": "次", "from": "来自",
+        "no_calls": "没有工具调用",
+    },
+}
+_SEP = {"en": ": ", "zh": "："}
+
+
+def _num(step: str) -> int:
+    digits = "".join(ch for ch in step if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _code(text: str) -> str:
+    text = text.replace("\n", " ").strip()
+    return f"`{text}`" if "`" not in text else text
+
+
+def _evidence_step(run: RunModel) -> RunStep | None:
+    """The last passing check (a test or a run) after the last change."""
+    last_change = _num(run.last_change_step)
+    for st in reversed(run.steps):
+        if st.done and st.ok and st.action in ("test", "run") and _num(st.step) >= last_change:
+            return st
+    return None
+
+
+def status_line(run: RunModel, lang: str = "en") -> str:
+    """Where the task stands, in one line, from the outcomes the tools reported."""
+    W = _WORDS["zh" if lang == "zh" else "en"]
+    sep = _SEP["zh" if lang == "zh" else "en"]
+    head = W[run.status]
+    where = f" {W['at']} {run.status_step}" if run.status_step else ""
+    if run.status in ("stopped-limit", "stopped-error", "waiting"):
+        return f"{head}{where}{sep}{run.status_note}" if run.status_note else head + where
+    if not run.calls:
+        return f"{head}{where} ({W['no_calls']})"
+    if run.status in ("finished", "submitted"):
+        ev = _evidence_step(run)
+        if ev is not None:
+            counts = f", {ev.passed} passed" if ev.passed else ""
+            return f"{head}{where} ({W['evidence']}{sep}{_code(ev.target[:120])} {W['ok']} {W['at']} {ev.step}{counts})"
+        return f"{head}{where} ({W['no_check']})" if run.last_change_step else head + where
+    last = run.steps[-1] if run.steps else None
+    tail = ""
+    if last is not None:
+        outcome = W["pending"] if not last.done else (W["ok"] if last.ok else W["failed"])
+        tail = f"; {W['last']}{sep}{_code(last.target[:120])} {outcome} {W['at']} {last.step}"
+    return f"{head}{sep}{run.calls} {W['calls']}{tail}"
+
+
+def live_failure(run: RunModel) -> ErrorLife | None:
+    """The newest error that is neither resolved nor stale."""
+    live = [e for e in run.errors if e.state == "live"]
+    return max(live, key=lambda e: (_num(e.last_step), run.errors.index(e))) if live else None
+
+
+def live_failure_line(run: RunModel, lang: str = "en") -> str:
+    W = _WORDS["zh" if lang == "zh" else "en"]
+    e = live_failure(run)
+    if e is None:
+        return W["none"]
+    where = f" ({e.location})" if e.location else ""
+    seen = f"{e.first_step}–{e.last_step}, {W['seen']} {e.count} {W['times']}" if e.count > 1 else e.last_step
+    return f"{_code(e.text)}{where} — {W['from']} {_code(e.family[:100])} ({seen})"
+
+
+def _file_of(run: RunModel) -> dict:
+    return {f.path: f for f in run.files}
+
+
+def changes(items: list[ChangeMade], run: RunModel) -> list[ChangeMade]:
+    """Net changes, per file: a change whose file was reverted, or created and deleted again, is
+    gone; a change whose call failed (an install that exited 100, an edit the tool rejected) is
+    failed; a call that never returned is pending."""
+    if not run.calls:
+        return items
+    files = _file_of(run)
+    by_step: dict[str, list[RunStep]] = {}
+    for st in run.steps:
+        by_step.setdefault(st.step, []).append(st)
+    fams = {f.family: f for f in run.families}
+    out = []
+    for c in items:
+        status = c.status
+        if c.files:
+            lives = [files.get(p) for p in c.files]
+            reverted = [f for f in lives if f is not None and f.change == "reverted"]
+            if len(reverted) == len(lives):
+                continue
+            if reverted:  # part of the call's effect was undone later: the rest stays
+                note = "; ".join(f"{f.path} restored at {f.last_step}" for f in reverted)
+                c = c.model_copy(update={"files": [p for p in c.files if p not in {f.path for f in reverted}],
+                                         "description": f"{c.description} ({note})"})
+            steps = [s for s in by_step.get(c.source_step, ()) if set(s.files) & set(c.files)]
+            if steps and all(s.done and not s.ok for s in steps):
+                status = "failed"
+        else:
+            steps = [s for s in by_step.get(c.source_step, ()) if s.action in ("install", "run", "edit")]
+            later_ok = any((f := fams.get(s.family)) is not None and f.last_ok and f.attempts > 1 for s in steps)
+            if steps and not later_ok:
+                if all(s.done and not s.ok for s in steps):
+                    status = "failed"
+                elif all(not s.done for s in steps):
+                    status = "pending"
+        out.append(c if status == c.status else c.model_copy(update={"status": status}))
+    return out
+
+
+def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[ChangeMade]) -> list[FailedAttempt]:
+    """Attempts the tools reported as failed (a call that succeeded is never one, whatever its
+    output says), resolved when the same command later succeeded."""
+    if not run.calls:
+        return items
+    by_step: dict[str, list[RunStep]] = {}
+    for st in run.steps:
+        by_step.setdefault(st.step, []).append(st)
+    fams = {f.family: f for f in run.families}
+    final = {c.description for c in net if c.status == "applied"}
+    out = []
+    for fa in items:
+        if fa.command in final:
+            continue
+        fam = fams.get(command_family(fa.command))
+        steps = by_step.get(fa.source_step, [])
+        if steps and all(s.done and s.ok for s in steps):
+            continue
+        # the decisive line as the tool reported it, when what was taken for the error is chrome or markup
+        if steps and (not fa.error or chrome_line(fa.error) or _MARKUP.match(fa.error)):
+            err = next((s.error for s in steps if s.done and not s.ok and s.error), "")
+            if err and err != fa.error:
+                fa = fa.model_copy(update={"error": err})
+        if fa.status != "resolved" and fam is not None and fam.last_ok and _num(fam.last_step) > _num(fa.last_step):
+            fa = fa.model_copy(update={"status": "resolved", "resolved_at": fam.last_step})
+        out.append(fa)
+    return out
+
+
+def dead_ends(items: list[ExcludedApproach], net: list[ChangeMade]) -> list[ExcludedApproach]:
+    """Excluded approaches, without an edit that is part of the final change."""
+    final = [c.description for c in net if c.status == "applied"]
+    return [x for x in items if not any(x.approach and (x.approach in d or d in x.approach) for d in final)]
+
+
+def evidence(items: list[Evidence], run: RunModel) -> list[Evidence]:
+    """Error evidence takes the state of its error's life: live only while that error is live."""
+    if not run.calls:
+        return items
+    out = []
+    for e in items:
+        if e.family not in ("trace", "error", "exit-code", "test-failure"):
+            out.append(e)
+            continue
+        life = next((x for x in reversed(run.errors) if x.text and (x.text in e.text or e.text in x.text)), None)
+        if life is None:
+            life = next((x for x in reversed(run.errors) if x.first_step == e.source_step or x.last_step == e.source_step),
+                        None)
+        if life is not None:
+            state, at = life.state, life.at
+        else:
+            state, at = e.status, e.resolved_at
+        if state == "live" and e.status == "resolved":
+            state, at = "resolved", e.resolved_at
+        if state != e.status or (state != "live" and at != e.resolved_at):
+            e = e.model_copy(update={"status": state, "resolved_at": (at or life.last_step) if state != "live" else ""})
+        out.append(e)
+    return out
+
+
+def decisions(items: list[Decision]) -> list[Decision]:
+    """Explicit choices: a decision sentence, or a choice with its reason."""
+    return [d for d in items if d.reason or label_sentence(d.decision, {"role": "assistant"}) == "decision"
+            or label_sentence(d.decision, {"role": "user"}) == "decision"]
+
+
+_MARKUP = lazy_regex(r"^\s*(?:</?[\w:-]+>\s*)+$")
+_HEDGE_Q = lazy_regex(r"[?？]\s*$")
+
+
+def open_questions(items: list[OpenQuestion]) -> list[OpenQuestion]:
+    """Questions put to the user and not answered: a rhetorical question or self-talk is not one."""
+    return [q for q in items if q.status != "open" or not _HEDGE_Q.search(q.text)
+            or label_sentence(q.text, {"role": "assistant"}) == "question"]
+
+
+def facts(items: list[Fact]) -> list[Fact]:
+    """Facts, without harness, frontend and tool-notice chrome (what an install reports it
+    installed stays a fact)."""
+    return [f for f in items if not chrome_line(f.text, outcome=False)]
+
+
+def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> list[NextStep]:
+    """From the status, the live failure and the agent's last plan that was not carried out;
+    empty rather than a template. Steps the old state derived from a failure are replaced."""
+    keep = [n for n in items if not n.text.startswith("resolve the live failure")]
+    if not run.calls:
+        return keep
+    if run.status == "submitted":
+        keep = [n for n in keep if n.status != "pending" or n.text.startswith("answer the pending")]
+    derived: list[tuple[str, str]] = []
+    live = live_failure(run)
+    if run.status == "stopped-limit":
+        derived.append((f"the run stopped at its step or cost limit ({run.status_step}); continue from where it stopped",
+                        run.status_step))
+    elif run.status == "stopped-error":
+        last = next((s for s in reversed(run.steps)), None)
+        what = f": retry `{last.target[:120]}`" if last is not None else ""
+        derived.append((f"the run stopped on an API or harness error ({run.status_step}){what}", run.status_step))
+    if live is not None:
+        where = f" ({live.location})" if live.location else ""
+        rerun = f"; then re-run `{live.family[:120]}`" if live.action in ("run", "test", "install") else ""
+        derived.append((f"resolve the live failure: {live.text[:300]}{where}{rerun}", live.last_step))
+    elif run.status in ("working", "stopped-limit", "stopped-error"):
+        stale = [e for e in run.errors if e.state == "stale" and e.why.startswith("changed since")]
+        if stale:
+            e = max(stale, key=lambda x: _num(x.at))
+            derived.append((f"check the change of {e.at}: re-run `{e.family[:120]}` (it failed at {e.last_step} "
+                            f"with `{e.text[:160]}`)", e.at))
+    if run.plan and not run.plan_acted and run.status not in ("submitted",) \
+            and not any(run.plan in n.text or n.text in run.plan for n in keep):
+        derived.append((f"carry out the stated plan: {run.plan}", run.plan_step))
+    out = keep
+    for text, step in derived:
+        nid = item_id("ns", text)
+        if all(n.id != nid for n in out):
+            out.append(NextStep(id=nid, source_step=step, text=text))
+    return out
