@@ -130,6 +130,13 @@ def test_shipped_weights_are_small_and_tied_to_the_labels():
     assert set(rule["cue_labels"]) <= set(LABELS) and 0.0 <= rule["threshold"] < 1.0
 
 
+def test_pack_refuses_weights_out_of_range():
+    assert prose_model.pack([0] * 7) == 1 << prose_model._COUNT_SHIFT | sum(128 << (24 * k) for k in range(7))
+    for row in ([1, 2], [0, 0, 0, 0, 0, 0, 128], [0, 0, 0, 0, 0, 0, -129], [0.5] * 7):
+        with pytest.raises(ValueError):
+            prose_model.pack(row)
+
+
 def test_missing_weights_fail_with_a_clear_error(tmp_path):
     missing = tmp_path / "prose_weights.json"
     with pytest.raises(RuleError) as e:
@@ -137,13 +144,23 @@ def test_missing_weights_fail_with_a_clear_error(tmp_path):
     assert str(missing) in str(e.value) and "weights are missing" in str(e.value)
 
 
+def _rows_without_count_bit(raw: str) -> str:
+    data = json.loads(raw)
+    w = data["weights"]
+    w = "0" + w[1:]  # the first row loses its count bit
+    data["weights"] = w
+    data["sha1"] = prose_model._digest(data["features"], w)
+    return json.dumps(data)
+
+
 @pytest.mark.parametrize("mutate,words", [
     (lambda raw: raw[: len(raw) // 2], "cannot be read"),                       # truncated
     (lambda raw: "[1, 2, 3]", "not an object"),
-    (lambda raw: raw.replace('"format":1', '"format":9', 1), "format 9"),
+    (lambda raw: raw.replace('"format":2', '"format":9', 1), "format 9"),
     (lambda raw: raw.replace('"noise"', '"chatter"', 1), "labels"),
-    (lambda raw: raw.replace('"vocab":{', '"vocab":{"zzz":[1,2],', 1), "integer weights"),
-    (lambda raw: raw.replace('"vocab":{', '"vocab":{"zzz":[1,2,3,4,5,6,999],', 1), "integer weights"),
+    (lambda raw: raw.replace('"weights":"', '"weights":"00', 1), "rows of weights"),
+    (lambda raw: raw.replace('"weights":"1', '"weights":"3', 1), "checksum mismatch"),
+    (_rows_without_count_bit, "malformed rows"),
     (lambda raw: raw.replace('"bias":[', '"bias":[1.0,', 1), "bias"),
 ])
 def test_corrupt_weights_fail_with_a_clear_error(tmp_path, mutate, words):

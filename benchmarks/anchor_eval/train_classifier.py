@@ -178,7 +178,7 @@ def quantise(vocab: dict[str, int], W: np.ndarray, b: np.ndarray) -> dict:
     Q = np.rint(W / scale).astype(np.int64)
     keep = {f: [int(v) for v in Q[i]] for f, i in vocab.items() if np.any(Q[i] != 0)}
     return {"format": prose_model.FORMAT, "labels": list(LABELS), "scale": float(f"{scale:.9g}"),
-            "bias": [float(f"{v:.6f}") for v in b], "vocab": keep}
+            "bias": [float(f"{v:.6f}") for v in b], **prose_model.encode(keep)}
 
 
 def as_model(data: dict) -> prose_model.Model:
@@ -316,7 +316,7 @@ def main(argv=None) -> int:
         text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         with open(a.out, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
-        print(f"wrote {a.out}: {len(data['vocab'])} features, {len(text.encode()) / 1e6:.2f} MB")
+        print(f"wrote {a.out}: {len(data['features'])} features, {len(text.encode()) / 1e6:.2f} MB")
         m = as_model(data)
     else:
         m = prose_model.load(a.out)

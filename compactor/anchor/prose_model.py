@@ -15,6 +15,7 @@ best label is the highest score with ties going to the label earlier in ``LABELS
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from ..errors import RuleError
 
 LABELS = ("decision", "rejected", "constraint", "question", "plan", "status", "noise")
 WEIGHTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prose_weights.json")
-FORMAT = 1
+FORMAT = 2
 MAX_CHARS = 600  # the labelled sentences are cut here; longer text is featurised by its start
 
 _DIGITS = re.compile(r"\d")
@@ -66,25 +67,44 @@ def features(text: str, role: str = "assistant", last: bool | None = None, cue: 
 
 
 # A feature's seven integer weights are packed into one Python int, each shifted by _OFFSET into
-# a non-negative field of _BITS bits, with a count field on top: one ``sum`` over a sentence's
+# a non-negative field of _BITS bits, with a count bit on top: one ``sum`` over a sentence's
 # features adds all seven columns at once (exactly: integers), and the count undoes the offset.
+# The weights file stores the packed rows as fixed-width hex (ROW_HEX digits a feature), so
+# loading it is one JSON parse and one ``int(..., 16)`` a feature.
 _BITS = 24
 _OFFSET = 128
 _MASK = (1 << _BITS) - 1
 _COUNT_SHIFT = _BITS * len(LABELS)
+ROW_HEX = (_COUNT_SHIFT + 1 + 3) // 4
 _MAX_FEATURES = _MASK // (2 * _OFFSET)  # features a sentence may have before a field could carry over
 assert 4 * MAX_CHARS + 64 < _MAX_FEATURES  # MAX_CHARS bounds the features of a sentence
 
 
-def _pack(row: list[int]) -> int:
+def pack(row: list[int]) -> int:
+    """One feature's weights (integers in [-128, 127], in ``LABELS`` order) as one int."""
+    if len(row) != len(LABELS) or not all(type(w) is int and -_OFFSET <= w < _OFFSET for w in row):
+        raise ValueError(f"{len(LABELS)} integers in [{-_OFFSET}, {_OFFSET}) expected, got {row!r}")
     v = 1 << _COUNT_SHIFT
     for k, w in enumerate(row):
         v |= (w + _OFFSET) << (_BITS * k)
     return v
 
 
+def encode(vocab: dict[str, list[int]]) -> dict:
+    """The ``features``, ``weights`` and ``sha1`` entries of a weights file for ``vocab``."""
+    feats = sorted(vocab)
+    if any("\n" in f for f in feats):
+        raise ValueError("a feature holds a line break")
+    weights = "".join(format(pack(vocab[f]), f"0{ROW_HEX}x") for f in feats)
+    return {"features": feats, "weights": weights, "sha1": _digest(feats, weights)}
+
+
+def _digest(feats: list[str], weights: str) -> str:
+    return hashlib.sha1(("\n".join(feats) + "\n" + weights).encode("utf-8")).hexdigest()
+
+
 class Model:
-    """Weights read from a ``prose_weights.json``: per label, an integer weight per feature."""
+    """Weights read from a ``prose_weights.json``: per feature, seven packed integer weights."""
 
     __slots__ = ("labels", "scale", "bias", "packed", "meta")
 
@@ -97,19 +117,21 @@ class Model:
                 raise ValueError(f"labels {list(labels)}, expected {list(LABELS)}")
             scale = float(data["scale"])
             bias = [float(b) for b in data["bias"]]
-            vocab = data["vocab"]
-            if len(bias) != len(LABELS) or not isinstance(vocab, dict) or not vocab:
-                raise ValueError("bias or vocab missing")
-            packed: dict[str, int] = {}
-            for feat, row in vocab.items():
-                if len(row) != len(LABELS) or not all(type(v) is int and -_OFFSET <= v < _OFFSET for v in row):
-                    raise ValueError(f"feature {feat!r}: {len(LABELS)} integer weights in [{-_OFFSET}, {_OFFSET}) expected")
-                packed[feat] = _pack(row)
+            feats, weights = data["features"], data["weights"]
+            if len(bias) != len(LABELS) or not feats or not isinstance(weights, str):
+                raise ValueError("bias, features or weights missing")
+            if len(weights) != ROW_HEX * len(feats):
+                raise ValueError(f"{len(feats)} features but {len(weights) / ROW_HEX:g} rows of weights")
+            if _digest(feats, weights) != data["sha1"]:
+                raise ValueError("checksum mismatch")
+            packed = dict(zip(feats, [int(weights[i:i + ROW_HEX], 16) for i in range(0, len(weights), ROW_HEX)]))
+            if len(packed) != len(feats) or sum(packed.values()) >> _COUNT_SHIFT != len(feats):
+                raise ValueError("repeated features or malformed rows")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise RuleError(f"the prose classifier's weights are corrupt ({exc}); reinstall compactor",
                             source=source) from None
         self.labels, self.scale, self.bias, self.packed = labels, scale, bias, packed
-        self.meta = {k: v for k, v in data.items() if k not in ("vocab", "bias")}
+        self.meta = {k: v for k, v in data.items() if k not in ("features", "weights", "bias")}
 
     def scores(self, text: str, role: str = "assistant", last: bool | None = None,
                cue: str | None = None) -> list[float]:
