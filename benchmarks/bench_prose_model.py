@@ -24,30 +24,25 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "anchor_eval", "sentences"))
+sys.path.insert(0, os.path.join(HERE, "anchor_eval"))
 import extract  # noqa: E402
+from train_classifier import load_items  # noqa: E402
 
 from compactor.anchor import prose_model  # noqa: E402
 from compactor.anchor.cues import cue_label, label_sentence  # noqa: E402
 
 
 def labelled(root: str) -> list[tuple[str, dict]]:
-    out, cache = [], {}
-    with open(os.path.join(HERE, "anchor_eval", "sentences", "labels.jsonl"), encoding="utf-8") as fh:
-        for line in fh:
-            o = json.loads(line)
-            if o["run"] not in cache:
-                sents = extract.sentences(root, o["run"])
-                last: dict = {}
-                for s in sents:
-                    last[s["msg"]] = max(last.get(s["msg"], -1), s["sent"])
-                cache[o["run"]] = ({(s["msg"], s["sent"]): s["text"] for s in sents}, last)
-            texts, last = cache[o["run"]]
-            out.append((texts[(o["msg"], o["sent"])], {"role": o["role"], "last": o["sent"] == last[o["msg"]]}))
-    for name in ("zh_sentences.jsonl", "en_extra.jsonl"):
-        with open(os.path.join(HERE, "anchor_eval", "sentences", name), encoding="utf-8") as fh:
-            for line in fh:
-                o = json.loads(line)
-                out.append((o["text"], {"role": o["role"]}))
+    """Every labelled sentence (both halves) with its context, rebuilt as the trainer does."""
+    items, problems = load_items(root)
+    if problems:
+        raise SystemExit("\n".join(problems))
+    out = []
+    for it in items:
+        ctx = {"role": it["role"]}
+        if it["last"] is not None:
+            ctx["last"] = it["last"]
+        out.append((it["text"], ctx))
     return out
 
 
