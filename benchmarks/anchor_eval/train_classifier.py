@@ -327,6 +327,17 @@ def main(argv=None) -> int:
     preds = predict_all(m, test)
     model_lab = [lab for lab, _ in preds]
     comb = [combine(c, lab, p, rule) for c, (lab, p) in zip(cues, preds)]
+    if os.path.abspath(a.out) == os.path.abspath(prose_model.WEIGHTS_PATH):
+        # the combined column must be what the anchor's labeller returns with the shipped weights
+        from compactor.anchor.cues import label_sentence
+
+        prose_model._MODEL.clear()
+        live = [label_sentence(it["text"], {"role": it["role"], **({} if it["last"] is None else {"last": it["last"]})})
+                for it in test]
+        differ = sum(1 for x, y in zip(live, comb) if x != y)
+        print(f"label_sentence agrees with the combined column on {len(test) - differ}/{len(test)} test sentences")
+        if differ:
+            return 1
     report("TEST half", gold, {"cues": cues, "model": model_lab, "combined": comb})
     for name, sub in (("runs", [i for i, it in enumerate(test) if it["last"] is not None]),
                       ("written zh+en sets", [i for i, it in enumerate(test) if it["last"] is None])):
