@@ -406,15 +406,12 @@ _SELF_TALK = lazy_regex(
 _CODE_LIKE = lazy_regex(r"^\s*(?:#|//|/\*|\*\s|>>>|\$ )|[;{}]\s*$|^\s*(?:def|class|import|from|return|if|for|while)\b.*[:(]")
 
 
-def label_sentence(text: str, context: dict | None = None) -> str:
-    """The label of one sentence of prose: ``decision``, ``rejected``, ``constraint``,
-    ``question``, ``plan``, ``status`` or ``noise``.
+def cue_label(text: str, context: dict | None = None) -> str:
+    """The label the cue patterns alone give one sentence (one of ``LABELS``).
 
-    ``context``: ``role`` (``"user"`` or ``"assistant"``, default assistant), ``last`` (the
-    sentence ends its message). Cue patterns decide today; this is the one place a trained
-    classifier replaces them. A question is one put to the user (a rhetorical question or
-    self-talk is noise); a constraint binds only when the user (or the task) states it; a plan is
-    the agent's own statement of what it will do next.
+    ``context`` as for :func:`label_sentence`. A question is one put to the user (a rhetorical
+    question or self-talk is noise); a constraint binds only when the user (or the task) states
+    it; a plan is the agent's own statement of what it will do next.
     """
     ctx = context or {}
     role = ctx.get("role", "assistant")
@@ -447,3 +444,33 @@ def label_sentence(text: str, context: dict | None = None) -> str:
     if ASKS_USER.search(s):
         return "question"
     return "noise"
+
+
+def label_sentence(text: str, context: dict | None = None) -> str:
+    """The label of one sentence of prose: ``decision``, ``rejected``, ``constraint``,
+    ``question``, ``plan``, ``status`` or ``noise``.
+
+    ``context``: ``role`` (``"user"`` or ``"assistant"``, default assistant), ``last`` (the
+    sentence ends its message; unknown when absent).
+
+    The trained classifier (:mod:`.prose_model`, which also reads the cue label as a feature)
+    decides, except where the cues were better on the tuning half of the sentence labels
+    (cross-validated by run): the rule is data, chosen by the training script and shipped in the
+    weights' ``combine`` entry, and reads
+
+    - ``cue_labels``: when the cues give one of these labels, the cue label stands;
+    - ``threshold``: when the model's probability for its label is below it, the cue label stands;
+    - otherwise the model's label.
+    """
+    ctx = context or {}
+    cue = cue_label(text, ctx)
+    from .prose_model import model
+
+    m = model()
+    rule = m.meta.get("combine") or {}
+    if cue in rule.get("cue_labels", ()):
+        return cue
+    label, p = m.predict(text, ctx.get("role", "assistant"), ctx.get("last"), cue)
+    if p < rule.get("threshold", 0.0):
+        return cue
+    return label
