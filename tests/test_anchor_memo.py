@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from compactor import Compactor, compact
-from compactor.anchor import sections as S
+from compactor.anchor import continuation_check, sections as S
 from compactor.anchor.build import build_anchor_live, merge_live
 from compactor.formats import load_document
 from compactor.models import Anchor, SegmentKind
@@ -82,11 +82,8 @@ def test_a_rejected_edit_as_the_last_step_of_a_chat_is_no_applied_change():
     b = compact(ok, format="openai-chat").anchor
     assert [c.status for c in b.changes_made if "/repo/docs/api.md" in c.files] == ["applied"]
     # and the back-fill still answers for a file whose edit the run model saw succeed
-    from compactor.anchor import continuation_check
-    from compactor.formats import load_document as _load
-
     bare = b.model_copy(update={"changes_made": []})
-    back, filled = continuation_check(bare, _load(ok, format="openai-chat").segments)
+    back, filled = continuation_check(bare, load_document(ok, format="openai-chat").segments)
     assert [c.status for c in back.changes_made if "/repo/docs/api.md" in c.files] == ["applied"], filled
     assert any(x.startswith("files_changed:") for x in filled)
 
