@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from ..models import Anchor, ChangeMade, Evidence, IntentItem, NextStep, Role, Segment, SegmentKind, UserConstraint
 from . import cues as C
+from . import sections as S
 from ._text import item_id, prose_of, sentences, shorten
 from .build import NOT_FAILURE, _benign_exit, _condense_request, _error_line, _own_words
 from ..codeview import classify
@@ -158,16 +159,21 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment],
         upd["intent"] = anchor.intent.model_copy(update={"initial": text, "current": text, "history": hist})
         filled.append(f"task:{iid}:{first.step_id}")
 
-    # which files changed?
+    # which files changed? (a file only touched is back-filled as the run model derives its change
+    # (sections.changes): none when the call of its last touch failed, e.g. an edit the tool
+    # rejected changed nothing, as in the anchor's own fold; pending while that call has no result)
     changed = {p for c in anchor.changes_made if c.status != "failed" for p in c.files}
-    changes = list(anchor.changes_made)
+    touched = []
     for f in anchor.files_touched:
         acts = [a for a in f.actions if a != "read"]
         if acts and f.path not in changed:
             desc = f"{acts[-1]} {f.path}"
-            cid = item_id("ch", desc)
-            changes.append(ChangeMade(id=cid, source_step=f.last_step, description=desc, files=[f.path]))
-            filled.append(f"files_changed:{cid}:{f.last_step}")
+            touched.append(ChangeMade(id=item_id("ch", desc), source_step=f.last_step, description=desc, files=[f.path]))
+    changes = list(anchor.changes_made)
+    for c in S.changes(touched, anchor.cursor.run) if touched else ():
+        if c.status != "failed":
+            changes.append(c)
+            filled.append(f"files_changed:{c.id}:{c.source_step}")
     if len(changes) != len(anchor.changes_made):
         upd["changes_made"] = changes
 
