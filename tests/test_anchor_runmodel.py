@@ -275,6 +275,55 @@ def test_binding_harness_lines_are_constraints_and_boilerplate_is_not():
         assert f"{label}Remember, YOU CAN ONLY ENTER ONE COMMAND AT A TIME." in block
 
 
+HARNESS_WIDE = """You are an assistant that works in a shell.
+Your task is to make the minimal changes to non-test files in the /repo directory so the issue is fixed.
+You DON'T have to modify the testing logic or any of the tests in any way.
+All dependencies are installed, so you don't need to install other packages.
+Only call one function at a time.
+Always explain your plan in plain words BEFORE the function call.
+Note that the shell does NOT support interactive session commands (e.g. python, vim), so please do not invoke them.
+THE EDIT COMMAND REQUIRES PROPER INDENTATION.
+## Tips
+1. Read the file first.
+2. You should write a reproduction script.
+
+## Submission
+When the work is complete and no further progress is possible
+issue exactly the following command:
+
+```bash
+echo DONE_SUBMIT && git add -A && git diff --cached
+```
+
+This command will submit your work.
+You cannot continue working in any way on this task after submitting.
+"""
+
+
+def test_binding_harness_lines_of_every_class_are_kept_verbatim():
+    r = Run(system=HARNESS_WIDE).call("ls", "app.py\n")
+    texts = to_json(_anchor(r))["harness_constraints"]
+    for want in ("make the minimal changes to non-test files in the /repo directory",
+                 "You DON'T have to modify the testing logic or any of the tests in any way.",
+                 "so you don't need to install other packages",
+                 "Only call one function at a time.",
+                 "Always explain your plan in plain words BEFORE the function call.",
+                 # "(e.g. python, vim)" does not end the sentence
+                 "Note that the shell does NOT support interactive session commands (e.g. python, vim), "
+                 "so please do not invoke them.",
+                 "THE EDIT COMMAND REQUIRES PROPER INDENTATION.",
+                 "You cannot continue working in any way on this task after submitting."):
+        assert any(want in t for t in texts), want
+    # the exact submit command, from the fenced block the prose names
+    assert "echo DONE_SUBMIT && git add -A && git diff --cached" in texts
+    # advice is not binding
+    assert not any("Read the file first" in t or "reproduction script" in t or "assistant that works" in t
+                   for t in texts)
+    # a fenced block that the prose does not name as the submission is not a rule
+    r2 = Run(system="## Example\nRun this command to list files:\n\n```bash\nls -la\n```\n").call("ls", "a\n")
+    assert "ls -la" not in to_json(_anchor(r2))["harness_constraints"]
+
+
 # ------------------------------------------------------------------ class 7 and the order
 
 

@@ -123,15 +123,27 @@ _API_ERROR = lazy_regex(
     r".*\boverloaded_error\b|.*\b5\d\d (?:Internal Server Error|Service Unavailable|Bad Gateway)\b)", regex.M)
 # harness instructions that bind: kept as constraints (the rest of a template is boilerplate)
 _BINDING = lazy_regex(
+    # what must not be modified: the tests, the configuration ("you DON'T have to modify the tests")
     r"\b(?:do not|don't|must not|never|should not|shouldn't|cannot|can't|not allowed to|are not permitted to)\s+"
-    r"(?:modify|change|edit|touch|alter|delete|remove)\b[^.\n]{0,40}\btests?\b|"
-    r"\b(?:do not|don't|must not|cannot|can't|not allowed to|are not permitted to|never)\s+"
+    r"(?:have to\s+|need to\s+)?(?:modify|change|edit|touch|alter|delete|remove)\b[^.\n]{0,40}\b(?:tests?|testing)\b|"
+    r"\bDO NOT MODIFY\b|"
+    # where the changes go: "make (the minimal) changes to non-test files in ..."
+    r"\bchanges? to non-tests? files\b|"
+    r"\b(?:do not|don't|must not|cannot|can't|not allowed to|are not permitted to|never)\s+(?:need to\s+|have to\s+)?"
     r"(?:install|pip install|use pip|download|access the internet|use the internet)|"
-    r"\b(?:one|a single|only one|exactly one|ONE)\s+(?:\w+\s+)?(?:command|bash block|action)s?\b"
+    # one command / tool call / function per response
+    r"\b(?:one|a single|only one|exactly one|ONE)\s+(?:\w+\s+)?(?:command|bash block|action|function|tool call)s?\b"
     r"[^.\n]{0,40}\bat a time\b|"
+    r"\b(?:exactly|only)\s+_?one_?\b(?=[^.\n]{0,40}\b(?:command|block|call|action|function|tool))|"
     r"^(?:when|once|if|after|to|finally|please|you)\b[^\n]{0,100}\b(?:submit|finish)\b[^\n]{0,80}`[^`\n]{3,120}`|"
     r"`[^`\n]*COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT[^`\n]*`|"
-    r"\b(?:do not|don't|never)\s+(?:run|use)\s+(?:interactive|git push|sudo)\b|"
+    # nothing after the submission
+    r"\b(?:cannot|can't|will not be able to|won't be able to)\s+continue\b[^\n]{0,80}\bafter (?:submitting|you submit|submission)\b|"
+    r"\b(?:do not|don't|never)\s+(?:run|use|invoke)\s+(?:interactive|git push|sudo)\b|"
+    r"\b(?:does|do) NOT support interactive\b|"
+    r"\bsubmit\b[^.\n]{0,80}\b(?:running|run|using|calling) the `?submit`? command\b|"
+    # an emphasised order: a binding word in capitals ("PLEASE DO NOT DO THAT!", "REQUIRES PROPER INDENTATION")
+    r"(?-i:\b(?:DO NOT|DON'T|MUST(?: NOT)?|NEVER|REQUIRES?|BEFORE)\b)(?=(?:\s+\S+){2})|"
     r"\bnot (?:be )?(?:able to|allowed to) (?:install|modify the tests?)", regex.I)
 _GAVE_UP = lazy_regex(r"\b(?:unable to|could not|couldn't|cannot|can't|failed to|was not able to|wasn't able to)\b", regex.I)
 _REVERT_CP = lazy_regex(r"^(?:cp|mv)$")
@@ -486,11 +498,15 @@ class RunFold:
     def _harness(self, text: str) -> None:
         if len(self.harness_rules) >= 12:
             return
-        for ln in text[:60_000].split("\n"):
+        lines = text[:60_000].split("\n")
+        for i, ln in enumerate(lines):
             s = ln.strip().lstrip("-*•#> ").strip()
             m = _BINDING.search(s) if 8 <= len(s) <= 300 else None
             if m is not None:
                 s = _sentence_around(s, m.start(), m.end())
+            elif s.startswith("```") and _submit_block(lines, i):
+                s = lines[i + 1].strip()  # the exact submit command, as a fenced block gives it
+                m = s
             if m is not None and s not in self.harness_rules:
                 self.harness_rules.append(s)
                 if len(self.harness_rules) >= 12:
@@ -769,7 +785,21 @@ class RunFold:
                 self.errors[sig] = e.model_copy(update={"state": "resolved", "why": why, "at": st.step})
 
 
-_SENT_END = lazy_regex(r"(?<=[.!。！])\s+")
+_SENT_END = lazy_regex(r"(?<=[.!。！])(?<!\b(?:e\.g|i\.e|cf|vs)\.)\s+")  # "(e.g. python, vim)" goes on
+
+
+def _submit_block(lines: list[str], i: int) -> bool:
+    """Line ``i`` opens a fenced block of one command that the prose just before it names as the
+    way to submit ("When you're done, issue exactly the following command:")."""
+    if i + 2 >= len(lines) or not lines[i + 2].strip().startswith("```") or not lines[i + 1].strip():
+        return False
+    before = " ".join(ln.strip() for ln in lines[max(0, i - 4): i])
+    after = " ".join(ln.strip() for ln in lines[i + 3: i + 5])
+    return bool(_SUBMIT_WORD.search(before + " " + after) and _COMMAND_LEAD.search(before))
+
+
+_SUBMIT_WORD = lazy_regex(r"\bsubmi(?:t|ts|tting|ssion)\b", regex.I)
+_COMMAND_LEAD = lazy_regex(r"\b(?:following|this|the submit) command\b|\bto submit\b[^\n]{0,80}:\s*$", regex.I)
 
 
 def _sentence_around(line: str, start: int, end: int) -> str:
