@@ -319,6 +319,16 @@ def test_binding_harness_lines_of_every_class_are_kept_verbatim():
     # advice is not binding
     assert not any("Read the file first" in t or "reproduction script" in t or "assistant that works" in t
                    for t in texts)
+    # the rules of a slash command's expansion: forbidding list items and numeric limits
+    r3 = Run().call("git status", "clean\n").meta(
+        "## Your task\nWrite the message.\n**Rules:**\n- Subject: what changed (max 60 chars)\n"
+        "- Never mention the reviewer\n- No extra tools, no explanations - just run it\n- Use 1-3 bullet points maximum\n"
+        "- No pending work items\n- Keep it short\n")
+    got = to_json(_anchor(r3))["harness_constraints"]
+    for want in ("Subject: what changed (max 60 chars)", "Never mention the reviewer",
+                 "No extra tools, no explanations - just run it", "Use 1-3 bullet points maximum"):
+        assert want in got, want
+    assert "No pending work items" not in got and "Keep it short" not in got
     # a fenced block that the prose does not name as the submission is not a rule
     r2 = Run(system="## Example\nRun this command to list files:\n\n```bash\nls -la\n```\n").call("ls", "a\n")
     assert "ls -la" not in to_json(_anchor(r2))["harness_constraints"]

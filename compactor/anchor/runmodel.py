@@ -144,7 +144,13 @@ _BINDING = lazy_regex(
     r"\bsubmit\b[^.\n]{0,80}\b(?:running|run|using|calling) the `?submit`? command\b|"
     # an emphasised order: a binding word in capitals ("PLEASE DO NOT DO THAT!", "REQUIRES PROPER INDENTATION")
     r"(?-i:\b(?:DO NOT|DON'T|MUST(?: NOT)?|NEVER|REQUIRES?|BEFORE)\b)(?=(?:\s+\S+){2})|"
-    r"\bnot (?:be )?(?:able to|allowed to) (?:install|modify the tests?)", regex.I)
+    r"\bnot (?:be )?(?:able to|allowed to) (?:install|modify the tests?)|"
+    # a numeric limit on the output ("max 50 chars", "0-2 emojis maximum", "at most 3 files")
+    r"\b(?:max|maximum|at most|no more than)\s+\d+\b|\b\d+(?:-\d+)?\s+\w+(?:\s+\w+)?\s+(?:maximum|max)\b", regex.I)
+# a list item of a harness's instructions that forbids: "- Never mention X", "- No extra tools, no ..."
+# (not a statement such as "- No pending work items")
+_BINDING_ITEM = lazy_regex(r"^[-*•]\s+(?:never|do not|don't)\s+\w+|"
+                           r"^[-*•]\s+no\s+\w+(?:\s+\w+)?\s*[,;—-]\s*(?:no|just|only)\b", regex.I)
 _GAVE_UP = lazy_regex(r"\b(?:unable to|could not|couldn't|cannot|can't|failed to|was not able to|wasn't able to)\b", regex.I)
 _REVERT_CP = lazy_regex(r"^(?:cp|mv)$")
 _FILE_LINE = lazy_regex(r"([\w./-]+\.\w{1,5}):(\d+)")
@@ -502,6 +508,8 @@ class RunFold:
         for i, ln in enumerate(lines):
             s = ln.strip().lstrip("-*•#> ").strip()
             m = _BINDING.search(s) if 8 <= len(s) <= 300 else None
+            if m is None and 8 <= len(s) <= 300 and _BINDING_ITEM.match(ln.strip()):
+                m = regex.match(r".", s)
             if m is not None:
                 s = _sentence_around(s, m.start(), m.end())
             elif s.startswith("```") and _submit_block(lines, i):
