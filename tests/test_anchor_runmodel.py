@@ -200,6 +200,25 @@ def test_label_sentence_user_constraints_english_and_chinese():
     assert label_sentence("不要用 TypeScript，必须兼容 IE11。", {"role": "user"}) == "constraint"
 
 
+def test_user_rules_given_mid_run_are_constraints_and_their_questions_are_not():
+    r = Run(task="Add the export command.").call("ls", "app.py\n")
+    for said in ("stop committing everything", "no deprecation alias!",
+                 "i want the example to use the flash provider, so we show how to fetch another model",
+                 "don't we load all entries on construction?", "No problem!",
+                 "can you make sure the tests/ folder stays untouched?"):
+        r.say(said, role=Role.user).call("ls", "app.py\n")
+    a = _anchor(r)
+    got = [c.text for c in a.user_constraints]
+    for want in ("stop committing everything", "no deprecation alias!",
+                 "i want the example to use the flash provider, so we show how to fetch another model",
+                 "can you make sure the tests/ folder stays untouched?"):
+        assert any(want in c for c in got), want
+    assert not any("load all entries" in c or "No problem" in c for c in got)
+    # verbatim in both languages' renderings
+    for lang in ("en", "zh"):
+        assert "stop committing everything" in to_markdown(a, lang)
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)

@@ -159,6 +159,16 @@ _ANALYSIS = lazy_regex(
     r"suggestions?|possibilit(?:y|ies)|for example|e\.g\.|such as|motivating|when debugging|we never)\b", C.regex.I)
 
 
+def _asks(s: str) -> bool:
+    """A question that does not itself order ("Can you make sure tests/ stays as is?" orders)."""
+    return s.rstrip().endswith(("?", "？")) and not _ORDER_QUESTION.match(s)
+
+
+_ORDER_QUESTION = lazy_regex(
+    r"^(?:please\s+)?(?:can|could|would|will) you (?:please\s+)?(?:make sure|ensure|not\b|avoid|never|always|only|keep|stop)"
+    r"|^(?:你)?(?:能|可以)(?:不能)?(?:请)?(?:确保|不要|别)", C.I)
+
+
 def _own_words(text: str) -> tuple[str, str]:
     """(what the user wrote themselves, a pasted issue / PR text): the text before the harness's
     instructions, split into the user's own words and the issue block."""
@@ -755,15 +765,17 @@ class _State:
         # the task, not the prose of a pasted issue): spans first (verbatim), then cue sentences
         own, issue = _own_words(text)
         cons = CUES["constraint"]
-        # a question asks, it does not bind ("What should we do next?"), unless it carries a
-        # requirement cue of its own ("Can you make sure you don't touch tests/?")
+        # a question asks, it does not bind ("What should we do next?", "don't we load it once?"),
+        # unless it is an order put as a question ("Can you make sure you don't touch tests/?")
         span_cons = [t for t in self._span_sentences(spans, "constraint")
-                     if t in own and not (t.rstrip().endswith(("?", "？")) and not cons.search(t))]
+                     if t in own and not _asks(t)]
         for t in span_cons:
             self._add_constraint(t, step)
         constraint_sents = []
         for s in sentences(prose_of(own)):
-            if cons.search(s) or C.STOP.match(s):
+            if _asks(s):
+                continue  # "don't we load all entries on construction?" asks, it does not bind
+            if cons.search(s) or C.STOP.match(s) or _ORDER_QUESTION.match(s):
                 constraint_sents.append(s)
                 if not any(s in t or t in s for t in span_cons):
                     self._add_constraint(s, step)
