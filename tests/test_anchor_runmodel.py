@@ -219,6 +219,28 @@ def test_user_rules_given_mid_run_are_constraints_and_their_questions_are_not():
         assert "stop committing everything" in to_markdown(a, lang)
 
 
+def test_format_reminder_is_a_harness_rule_not_the_goal_nor_a_rejection():
+    nudge = "No tool calls found in the response. Every response MUST include at least one tool call."
+    r = Run(task="Fix the crash in app.py when n is zero.").call("ls", "app.py\n")
+    r.say(nudge, role=Role.user).call("python app.py", "ok\n")
+    a = _anchor(r)
+    assert "Every response MUST include at least one tool call." in to_json(a)["harness_constraints"]
+    md = to_markdown(a)
+    goal = next(ln for ln in md.splitlines() if ln.startswith("**Goal**"))
+    assert "Fix the crash in app.py" in goal and "No tool calls" not in goal
+    assert not any("No tool calls" in x.text for x in a.excluded_approaches)
+    assert not any("No tool calls" in c.text for c in a.user_constraints)
+    # nor the newest request the self-check falls back to
+    from compactor.audit.common import newest_request
+    assert newest_request(r.segs).text.startswith("Fix the crash")
+    # the goal is not the HTML comment of a PR template
+    task = ("<!-- Please check the contributing guidelines before opening a pull request. Please be sure to read them. -->\n"
+            "Parser drops the sign of negative exponents\n\nDescription\n" + "The value is parsed wrongly. " * 30)
+    goal = next(ln for ln in to_markdown(_anchor(Run(task=task).call("ls", "a\n"))).splitlines()
+                if ln.startswith("**Goal**"))
+    assert "Parser drops the sign" in goal and "contributing" not in goal
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)

@@ -47,7 +47,7 @@ from .files import call_effects, looks_like_file
 from ._tables import NOT_FAILURE, TOOL_ERROR, EvidenceTable, FailedTable, dedupe_line
 from .ledger import FactLedger
 from . import sections as S
-from .runmodel import RunFold
+from .runmodel import RunFold, format_nudge
 from ..lazyre import lazy_regex
 
 __all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
@@ -330,9 +330,14 @@ def _expected_behaviour(own: str, issue: str) -> str:
     return ""
 
 
+# an HTML comment of an issue or PR template ("<!-- Please be sure to check out ... -->"): never the request
+_HTML_COMMENT = lazy_regex(r"<!--.*?(?:-->|\Z)", C.regex.S)
+
+
 def _meaningful_lines(t: str, limit: int) -> list[str]:
     kept: list[str] = []
     in_fence = False
+    t = _HTML_COMMENT.sub("", t)
     for raw in t.split("\n"):
         line = raw.strip()
         if line.startswith("```"):
@@ -750,6 +755,8 @@ class _State:
 
     def _user(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
+        if format_nudge(text):
+            return  # the harness's format reminder: its rule is the run model's, it asks for nothing
         m_cmd = _CHAT_COMMAND.match(text)
         if m_cmd:
             if m_cmd.group(1).lower() not in _REQUEST_COMMANDS or not text[m_cmd.end():].strip():

@@ -36,7 +36,7 @@ from ..normalize import normalize
 from .cues import label_sentence
 from .files import call_effects, looks_like_file
 
-__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "is_check", "step_action"]
+__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "format_nudge", "is_check", "step_action"]
 
 _MAX_STEPS = 64
 _TAIL_CHARS = 2000
@@ -154,6 +154,21 @@ _BINDING_ITEM = lazy_regex(r"^[-*•]\s+(?:never|do not|don't)\s+\w+|"
 _GAVE_UP = lazy_regex(r"\b(?:unable to|could not|couldn't|cannot|can't|failed to|was not able to|wasn't able to)\b", regex.I)
 _REVERT_CP = lazy_regex(r"^(?:cp|mv)$")
 _FILE_LINE = lazy_regex(r"([\w./-]+\.\w{1,5}):(\d+)")
+
+
+# a harness's reminder after a malformed response: neither the user's request nor a rejection
+_FORMAT_NUDGE = lazy_regex(
+    r"^\s*(?:No tool calls? (?:were )?found in (?:the|your) response|"
+    r"Your (?:last )?(?:output|response) (?:was not formatted correctly|did not (?:use|include|contain) any tool calls?)|"
+    r"Please always provide EXACTLY ONE action|(?:Format|Formatting) error\b|"
+    r"Your response (?:must|should) (?:contain|include) (?:exactly )?one (?:bash code block|tool call|action)\b[^\n]{0,80}\bfound \d+)",
+    regex.I)
+
+
+def format_nudge(text: str) -> bool:
+    """A harness's reminder that the last response broke its format ("No tool calls found in the
+    response. Every response MUST include ..."): its binding line is a harness rule, nothing else."""
+    return len(text) <= 2000 and bool(_FORMAT_NUDGE.match(text))
 
 
 def chrome_line(line: str, *, cwd: bool = False, outcome: bool = True) -> bool:
@@ -484,7 +499,8 @@ class RunFold:
 
     def _other(self, seg: Segment) -> None:
         text = seg.text
-        if seg.role in (Role.system, Role.user) and (seg.role == Role.system or seg.meta or self.calls == 0):
+        if seg.role in (Role.system, Role.user) and (seg.role == Role.system or seg.meta or self.calls == 0
+                                                     or format_nudge(text)):
             self._harness(text)
         if seg.role == Role.user and not seg.meta and self.calls == 0 and not self.steps:
             return
