@@ -241,6 +241,22 @@ def test_format_reminder_is_a_harness_rule_not_the_goal_nor_a_rejection():
     assert "Parser drops the sign" in goal and "contributing" not in goal
 
 
+def test_editor_view_is_a_read_and_its_edit_an_edit():
+    # SWE-agent's tool bundle: the editor's call is a command line, not JSON arguments
+    r = Run()
+    for cmd, out in (("str_replace_editor view /w/app.py", "1\tn = 0\n"),
+                     ("str_replace_editor str_replace /w/app.py --old_str 'n = 0' --new_str 'n = 1'", "edited\n")):
+        r.step += 1
+        cid = f"c{r.step}"
+        r._add(Role.assistant, SegmentKind.tool_call, f"<function=str_replace_editor>{cmd}</function>", call_id=cid,
+               tool_name="str_replace_editor", command=cmd)
+        r._add(Role.tool, SegmentKind.tool_result, out, call_id=cid, tool_name="str_replace_editor", command=cmd)
+    run = build_run(r.segs)
+    assert [s.action for s in run.steps] == ["read", "edit"]
+    assert run.last_change_step == "s2"
+    assert [(f.path, f.actions) for f in _anchor(r).files_touched] == [("/w/app.py", ["read", "modified"])]
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)

@@ -587,6 +587,8 @@ class RunFold:
             writes = [p for p, op in eff.ops if op in ("write", "modify", "deleted") and looks_like_file(p)]
             self._pending_ops = [(p, op) for p, op in eff.ops if op in ("write", "modify", "deleted")]
         action = step_action(call, seg.tool_name, command or "", writes)
+        if action == "edit" and not writes and call is not None and eff.kind == "read":
+            action = "read"  # an editor's view: the tool edits, this call did not
         first = (command or "").strip().split("\n", 1)[0][:200]
         if action == "edit" and writes:
             target = writes[0]
