@@ -233,6 +233,11 @@ def test_format_reminder_is_a_harness_rule_not_the_goal_nor_a_rejection():
     # nor the newest request the self-check falls back to
     from compactor.audit.common import newest_request
     assert newest_request(r.segs).text.startswith("Fix the crash")
+    # nor is a harness's label over tool results, said in the user's place
+    r2 = Run(task="Wire the e2e commands into verification.").call("ls", "a\n")
+    r2.say("Tool execution results", role=Role.user).call("bun test", "401 pass\n")
+    assert "Wire the e2e commands" in next(ln for ln in to_markdown(_anchor(r2)).splitlines() if ln.startswith("**Goal**"))
+    assert newest_request(r2.segs).text.startswith("Wire the e2e")
     # the goal is not the HTML comment of a PR template
     task = ("<!-- Please check the contributing guidelines before opening a pull request. Please be sure to read them. -->\n"
             "Parser drops the sign of negative exponents\n\nDescription\n" + "The value is parsed wrongly. " * 30)

@@ -47,7 +47,7 @@ from .files import call_effects, looks_like_file
 from ._tables import NOT_FAILURE, TOOL_ERROR, EvidenceTable, FailedTable, dedupe_line
 from .ledger import FactLedger
 from . import sections as S
-from .runmodel import RunFold, format_nudge
+from .runmodel import RunFold, harness_note
 from ..lazyre import lazy_regex
 
 __all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
@@ -755,7 +755,7 @@ class _State:
 
     def _user(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
-        if format_nudge(text):
+        if harness_note(text):
             return  # the harness's format reminder: its rule is the run model's, it asks for nothing
         m_cmd = _CHAT_COMMAND.match(text)
         if m_cmd:

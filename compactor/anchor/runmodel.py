@@ -36,7 +36,7 @@ from ..normalize import normalize
 from .cues import label_sentence
 from .files import call_effects, looks_like_file
 
-__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "format_nudge", "is_check", "step_action"]
+__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "harness_note", "is_check", "step_action"]
 
 _MAX_STEPS = 64
 _TAIL_CHARS = 2000
@@ -165,10 +165,18 @@ _FORMAT_NUDGE = lazy_regex(
     regex.I)
 
 
-def format_nudge(text: str) -> bool:
-    """A harness's reminder that the last response broke its format ("No tool calls found in the
-    response. Every response MUST include ..."): its binding line is a harness rule, nothing else."""
-    return len(text) <= 2000 and bool(_FORMAT_NUDGE.match(text))
+# what a harness writes in the user's place: a label over tool results, its auto-continue nudge
+_PLACEHOLDER = lazy_regex(
+    r"^\s*(?:Tool (?:execution )?results?|Tool output|Observations?|\[Request interrupted by user[^\]\n]*\]|"
+    r"Please continue working on the task on whatever approach you think is suitable\b[^\n]*)\s*[.:]?\s*$", regex.I)
+
+
+def harness_note(text: str) -> bool:
+    """A message a harness writes in the user's place: a reminder that the last response broke
+    its format ("No tool calls found in the response. Every response MUST include ..."; its
+    binding line is a harness rule), a label over tool results ("Tool execution results"), an
+    auto-continue nudge. None of them is the user's request, a rejection or a constraint."""
+    return len(text) <= 2000 and bool(_FORMAT_NUDGE.match(text) or _PLACEHOLDER.match(text))
 
 
 def chrome_line(line: str, *, cwd: bool = False, outcome: bool = True) -> bool:
@@ -500,7 +508,7 @@ class RunFold:
     def _other(self, seg: Segment) -> None:
         text = seg.text
         if seg.role in (Role.system, Role.user) and (seg.role == Role.system or seg.meta or self.calls == 0
-                                                     or format_nudge(text)):
+                                                     or harness_note(text)):
             self._harness(text)
         if seg.role == Role.user and not seg.meta and self.calls == 0 and not self.steps:
             return

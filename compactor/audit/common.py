@@ -7,7 +7,7 @@ from __future__ import annotations
 import regex
 
 from ..anchor._text import item_id, shorten
-from ..anchor.runmodel import format_nudge
+from ..anchor.runmodel import harness_note
 from ..models import Anchor, Role, Segment, SegmentKind
 from ..normalize import normalize
 from ..syntax import is_summary_text
@@ -28,7 +28,7 @@ def bf_id(prefix: str, *parts: str) -> str:
 def is_request(seg: Segment) -> bool:
     return (seg.role == Role.user and seg.kind == SegmentKind.message and not seg.meta
             and bool(seg.text.strip()) and not is_summary_text(seg.text)
-            and not format_nudge(seg.text))  # a harness's format reminder asks for nothing
+            and not harness_note(seg.text))  # a harness's note in the user's place asks for nothing
 
 
 def newest_request(segments: list[Segment], anchor: Anchor | None = None) -> Segment | None:
