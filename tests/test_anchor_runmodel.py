@@ -262,6 +262,20 @@ def test_editor_view_is_a_read_and_its_edit_an_edit():
     assert [(f.path, f.actions) for f in _anchor(r).files_touched] == [("/w/app.py", ["read", "modified"])]
 
 
+def test_a_call_the_user_refused_is_no_failure_and_an_elided_line_no_fact():
+    r = Run().call("gh repo view --json url", "The user doesn't want to proceed with this tool use. The tool use was "
+                   "rejected (eg. if it was a file edit, the new_string was NOT written to the file).", exit_code=None,
+                   is_error=True)
+    run = build_run(r.segs)
+    assert live_failure(run) is None and run.errors == []
+    assert "none" in to_markdown(_anchor(r)).split("**Live failure**", 1)[1].split("\n", 1)[0]
+    r2 = Run().call("grep -rn acquire .", "cov.json:141:[Omitted long matching line]\napp.py:3:pool.acquire()\n")
+    a2 = _anchor(r2)
+    facts = [f.text for f in a2.facts_learned]
+    assert any("pool.acquire()" in f for f in facts) or "Omitted long" not in to_markdown(a2)
+    assert not any("Omitted long" in f for f in facts)
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)

@@ -108,7 +108,7 @@ _CHROME = lazy_regex(
     r".*\bversion \d+(?:\.\d+)+ is available\b|.*\bupdate available\b|"
     r"Reading package lists|Building dependency tree|Reading state information|"
     r"(?:Get|Hit|Ign):\d+ |Fetched [\d.,]+ [kMG]?B|"
-    r"/exit\s*$)", regex.I)
+    r"/exit\s*$|.*\[Omitted long (?:matching )?line\]\s*$)", regex.I)
 _OUTCOME = lazy_regex(r"^(?:Successfully (?:installed|built|uninstalled|tagged)|Requirement already satisfied)")
 _CWD_LINE = lazy_regex(r"^(?:<cwd>|Current working directory:|Working directory:|\(Current directory:|cwd: )", regex.I)
 # a limit or an API / harness failure that ended the run (outside the tools' own output)
@@ -169,6 +169,12 @@ _FORMAT_NUDGE = lazy_regex(
 _PLACEHOLDER = lazy_regex(
     r"^\s*(?:Tool (?:execution )?results?|Tool output|Observations?|\[Request interrupted by user[^\]\n]*\]|"
     r"Please continue working on the task on whatever approach you think is suitable\b[^\n]*)\s*[.:]?\s*$", regex.I)
+
+
+# a tool call the user refused before it ran
+_DECLINED = lazy_regex(
+    r"^\s*(?:The user doesn't want to proceed with this tool use|\[Request interrupted by user for tool use\]|"
+    r"(?:The )?(?:tool (?:call|use)|command|exec(?: command)?) (?:was )?(?:rejected|declined|denied) by (?:the )?user\b)", regex.I)
 
 
 def harness_note(text: str) -> bool:
@@ -728,6 +734,9 @@ class RunFold:
         elif st.action == "test" and failed:
             ok = False
             error, loc = error_of(text)
+        if _DECLINED.match(text):
+            # the user refused the call: it never ran, nothing failed (the refusal is the user's choice)
+            ok, error, loc = False, "", ""
         st = st.model_copy(update={"done": True, "ok": ok, "exit_code": code, "error": error,
                                    "signature": signature(error) if error else "", "location": loc,
                                    "passed": passed, "failed": failed})
