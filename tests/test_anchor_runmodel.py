@@ -503,3 +503,10 @@ def test_a_commit_is_not_evidence_and_a_chat_without_calls_has_a_status():
     chat = Run(task="What does the retry decorator do?").say("It retries the call three times. Shall I add a test?")
     m = build_run(chat.segs)
     assert m.status == "waiting" and status_line(m).startswith("Waiting for the user at s1: Shall I add a test?")
+    # the user answered: the turn is the agent's again, the chat is not finished
+    chat.say("Yes, add one for the timeout case.", role=Role.user)
+    assert build_run(chat.segs).status == "working"
+    done = Run(task="What does the retry decorator do?").say("It retries the call three times.")
+    assert build_run(done.segs).status == "finished"
+    done.say("Tool execution results", role=Role.user)  # a harness's label: no new turn
+    assert build_run(done.segs).status == "finished"

@@ -516,8 +516,9 @@ class RunFold:
         if seg.role in (Role.system, Role.user) and (seg.role == Role.system or seg.meta or self.calls == 0
                                                      or harness_note(text)):
             self._harness(text)
-        if seg.role == Role.user and not seg.meta and self.calls == 0 and not self.steps:
-            return
+        if seg.role == Role.user and not seg.meta and self.calls == 0 and not self.steps \
+                and (self.status not in ("finished", "waiting") or harness_note(text)):
+            return  # the task itself (a reply after the agent's last word puts the turn back to the agent)
         head = text[:4000]
         m = _LIMIT.search(head)
         if m and seg.role != Role.user or m and self.calls and (seg.meta or seg.role == Role.system):
