@@ -276,6 +276,15 @@ def test_a_call_the_user_refused_is_no_failure_and_an_elided_line_no_fact():
     assert not any("Omitted long" in f for f in facts)
 
 
+def test_a_commit_change_names_the_commit_id_git_printed():
+    r = Run().call(EDIT, "").call("git add app.py && git commit -m 'Guard the zero divisor'",
+                                  "[feat/zero 1a2b3c4d] Guard the zero divisor\n 1 file changed, 1 insertion(+)\n")
+    a = _anchor(r)
+    assert any("commit 1a2b3c4d “Guard the zero divisor”" in c.description for c in a.changes_made)
+    for lang in ("en", "zh"):
+        assert "1a2b3c4d" in to_markdown(a, lang)
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)

@@ -159,6 +159,10 @@ _ANALYSIS = lazy_regex(
     r"suggestions?|possibilit(?:y|ies)|for example|e\.g\.|such as|motivating|when debugging|we never)\b", C.regex.I)
 
 
+# git's report of a new commit: "[main a5b48f0] message", "[feat/x (root-commit) 1a2b3c4] message"
+_COMMIT_SHA = lazy_regex(r"^\[[^\]\s]+(?: \([^)\n]*\))? ([0-9a-f]{7,40})\] ", C.regex.M)
+
+
 def _asks(s: str) -> bool:
     """A question that does not itself order ("Can you make sure tests/ stays as is?" orders)."""
     return s.rstrip().endswith(("?", "？")) and not _ORDER_QUESTION.match(s)
@@ -1149,8 +1153,13 @@ class _State:
                         del self.changes[cid]
                         continue
                     status = "failed" if change_failed else "applied"
-                    if ch.status != status:
-                        self.changes[cid] = ch.model_copy(update={"status": status})
+                    upd = {"status": status} if ch.status != status else {}
+                    m_sha = _COMMIT_SHA.search(head) if status == "applied" and " — commit “" in ch.description else None
+                    if m_sha is not None and m_sha.group(1) not in ch.description:
+                        # the commit's id, as git printed it: what a successor checks out or reverts
+                        upd["description"] = ch.description.replace(" — commit “", f" — commit {m_sha.group(1)} “", 1)
+                    if upd:
+                        self.changes[cid] = ch.model_copy(update=upd)
             for p in pc.files:
                 f = self.files.get(p)
                 if f is not None:
