@@ -285,6 +285,18 @@ def test_a_commit_change_names_the_commit_id_git_printed():
         assert "1a2b3c4d" in to_markdown(a, lang)
 
 
+def test_a_slash_command_echo_is_the_command_and_a_local_shell_echo_no_request():
+    r = Run(task="Let sessions start with the skip-permissions flag.").call("ls", "a\n")
+    r.say("<bash-input>pwd</bash-input>", role=Role.user).say("<bash-stdout>/w/dmux</bash-stdout><bash-stderr></bash-stderr>",
+                                                             role=Role.user)
+    a = _anchor(r)
+    assert not any("pwd" in it.text or "bash-stdout" in it.text for it in a.intent.history)
+    r.say("<command-message>git-tools:commit-and-push is running…</command-message>\n"
+          "<command-name>/git-tools:commit-and-push</command-name>", role=Role.user)
+    goal = next(ln for ln in to_markdown(_anchor(r)).splitlines() if ln.startswith("**Goal**"))
+    assert goal == "**Goal**: /git-tools:commit-and-push"
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)

@@ -163,6 +163,12 @@ _ANALYSIS = lazy_regex(
 _COMMIT_SHA = lazy_regex(r"^\[[^\]\s]+(?: \([^)\n]*\))? ([0-9a-f]{7,40})\] ", C.regex.M)
 
 
+# "<command-message>x is running…</command-message> <command-name>/x</command-name> [<command-args>a</command-args>]"
+_COMMAND_ECHO = lazy_regex(
+    r"^\s*(?:<command-message>[^<]*</command-message>\s*)?<command-name>(/[^<\s]+)</command-name>\s*"
+    r"(?:<command-args>([^<]*)</command-args>\s*)?$")
+
+
 def _asks(s: str) -> bool:
     """A question that does not itself order ("Can you make sure tests/ stays as is?" orders)."""
     return s.rstrip().endswith(("?", "？")) and not _ORDER_QUESTION.match(s)
@@ -760,7 +766,10 @@ class _State:
     def _user(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
         if harness_note(text):
-            return  # the harness's format reminder: its rule is the run model's, it asks for nothing
+            return  # the harness's note in the user's place: its rule is the run model's, it asks for nothing
+        m_echo = _COMMAND_ECHO.match(text)
+        if m_echo:  # a chat client's echo of a slash command the user ran: the request is the command
+            text = f"{m_echo.group(1)} {m_echo.group(2) or ''}".strip()
         m_cmd = _CHAT_COMMAND.match(text)
         if m_cmd:
             if m_cmd.group(1).lower() not in _REQUEST_COMMANDS or not text[m_cmd.end():].strip():

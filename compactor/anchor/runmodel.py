@@ -168,7 +168,9 @@ _FORMAT_NUDGE = lazy_regex(
 # what a harness writes in the user's place: a label over tool results, its auto-continue nudge
 _PLACEHOLDER = lazy_regex(
     r"^\s*(?:Tool (?:execution )?results?|Tool output|Observations?|\[Request interrupted by user[^\]\n]*\]|"
-    r"Please continue working on the task on whatever approach you think is suitable\b[^\n]*)\s*[.:]?\s*$", regex.I)
+    r"Please continue working on the task on whatever approach you think is suitable\b[^\n]*)\s*[.:]?\s*$|"
+    # a chat client's echo of what the user ran locally (a shell command, its output)
+    r"^\s*<(?:bash-input|bash-stdout|bash-stderr|local-command-stdout|local-command-stderr)>", regex.I)
 
 
 # a tool call the user refused before it ran
