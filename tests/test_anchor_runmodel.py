@@ -297,6 +297,30 @@ def test_a_slash_command_echo_is_the_command_and_a_local_shell_echo_no_request()
     assert goal == "**Goal**: /git-tools:commit-and-push"
 
 
+def test_an_issue_a_task_tool_hands_out_is_the_goal_when_no_one_asked():
+    r = Run.__new__(Run)
+    r.segs, r.step = [], 0
+    r.call("issue_ready", json.dumps({"number": 703, "title": "Add a diff viewer to the PR page", "description": "x"}),
+           tool="mcp__issues__issue_ready")
+    r.call("cat src/views.rs", "fn main() {}\n")
+    goal = next(ln for ln in to_markdown(_anchor(r)).splitlines() if ln.startswith("**Goal**"))
+    assert goal == "**Goal**: #703 Add a diff viewer to the PR page"
+    # merged step by step, the same anchor
+    a = build_anchor([])
+    for seg in r.segs:
+        a = merge(a, [seg])
+    assert a.model_dump() == _anchor(r).model_dump()
+    # a user's request wins; another tool's JSON with a title is not a task
+    asked = Run(task="Fix the login redirect.").call("issue_view", json.dumps({"number": 9, "title": "Old bug"}),
+                                                     tool="mcp__issues__issue_view")
+    assert "Fix the login redirect" in next(ln for ln in to_markdown(_anchor(asked)).splitlines()
+                                            if ln.startswith("**Goal**"))
+    other = Run.__new__(Run)
+    other.segs, other.step = [], 0
+    other.call("fetch", json.dumps({"title": "Example Domain"}), tool="web_fetch")
+    assert "Example Domain" not in to_markdown(_anchor(other))
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)

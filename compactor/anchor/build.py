@@ -10,6 +10,7 @@ no duplicates, and an item's status (superseded, resolved, done) is never reset 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -167,6 +168,10 @@ _COMMIT_SHA = lazy_regex(r"^\[[^\]\s]+(?: \([^)\n]*\))? ([0-9a-f]{7,40})\] ", C.
 _COMMAND_ECHO = lazy_regex(
     r"^\s*(?:<command-message>[^<]*</command-message>\s*)?<command-name>(/[^<\s]+)</command-name>\s*"
     r"(?:<command-args>([^<]*)</command-args>\s*)?$")
+
+
+# a tool that hands out work: an issue tracker's, a task queue's
+_TASK_TOOL = lazy_regex(r"(?:^|[_.:-])(?:issues?|tasks?|tickets?)(?:[_.:-]|$)", C.regex.I)
 
 
 def _asks(s: str) -> bool:
@@ -763,6 +768,21 @@ class _State:
                 self.next_steps[nid] = self.next_steps[nid].model_copy(update={"status": "done"})
         self.awaiting = new_questions
 
+    def _handed_task(self, seg: Segment, text: str, step: str) -> None:
+        """No one has asked for anything yet and an issue or task tool handed the agent its work
+        (``issue_ready`` → ``{"number": 703, "title": ...}``): that issue is the task."""
+        if not _TASK_TOOL.search(seg.tool_name or "") or not text.lstrip().startswith("{"):
+            return
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(data, dict) or not isinstance(data.get("title"), str) or not data["title"].strip():
+            return
+        num = data.get("number", data.get("id"))
+        ref = f"#{num} " if isinstance(num, (int, str)) and str(num).strip() else ""
+        self.current_request = self._add_intent("initial", shorten(f"{ref}{squash(data['title'])}", _REQUEST_CHARS), step)
+
     def _user(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
         if harness_note(text):
@@ -1120,6 +1140,8 @@ class _State:
     def _result(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
         pc = self._match_call(seg)
+        if self.user_messages == 0 and not self.current_request:
+            self._handed_task(seg, text, step)
         if (seg.tool_name or "").lower() in _FINISH_TOOLS:
             self._final_message(text, step)
             return  # the agent's closing message echoed back: not an observation of the environment
