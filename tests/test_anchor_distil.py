@@ -95,7 +95,8 @@ def test_the_editor_failing_the_same_way_on_path_after_path_is_one_attempt():
 def test_a_commit_with_nothing_to_commit_is_no_change_and_a_pure_addition_shows_only_what_it_adds():
     a = _anchor("claude-code/coverage-test-fix.jsonl")
     commits = [c.description for c in a.changes_made if "commit" in c.description]
-    assert commits == ["ran `git add src/math_utils.py tests/test_math_utils.py && git commit` — commit "
+    # the one commit that happened, with the id git printed for it
+    assert commits == ["ran `git add src/math_utils.py tests/test_math_utils.py && git commit` — commit 6322cf4 "
                        "“Add multiply_numbers function with test”"]
     eff = call_effects(make_call("Edit", json.dumps({"file_path": "a.py", "old_string": "def f():\n    return 1",
                                            "new_string": "def f():\n    return 1\n\ndef g():\n    return 2"}), None))

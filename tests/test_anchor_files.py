@@ -52,6 +52,16 @@ def ops(tool, args=None, command=None, open_file=""):
     ("create", None, "create repro.py", "", [("repro.py", "write")], "edit"),
     ("edit", None, "edit 1:1\nx\nend_of_edit", "", [], "edit"),  # nothing open: nothing known
     ("find_file", None, 'find_file "h.py"', "", [], "other"),
+    # SWE-agent's file editor run as a command (its tool bundle's CLI), quotes and all
+    ("str_replace_editor", None, "str_replace_editor view /testbed/pkg/m.py  --view_range 1 20", "",
+     [("/testbed/pkg/m.py", "read")], "read"),
+    ("str_replace_editor", None, "str_replace_editor create /testbed/repro.py --file_text 'print(\"it\\'s\")\n'", "",
+     [("/testbed/repro.py", "write")], "edit"),
+    ("str_replace_editor", None, "str_replace_editor str_replace /testbed/pkg/m.py   --old_str 'a = 1' --new_str 'a = 2'",
+     "", [("/testbed/pkg/m.py", "modify")], "edit"),
+    ("str_replace_editor", None, "str_replace_editor str_replace /testbed/pkg/m.py --old_str 'it's' --new_str 'x'",
+     "", [("/testbed/pkg/m.py", "modify")], "edit"),  # an unbalanced quote: the path still counts
+    ("str_replace_editor", None, "str_replace_editor undo_everything /testbed/pkg/m.py", "", [], "shell"),
     # Codex apply_patch
     ("apply_patch", {"input": "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** Add File: b.py\n+z\n"
                               "*** Delete File: c.py\n*** End Patch"}, None, "",

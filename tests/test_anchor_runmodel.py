@@ -200,6 +200,127 @@ def test_label_sentence_user_constraints_english_and_chinese():
     assert label_sentence("不要用 TypeScript，必须兼容 IE11。", {"role": "user"}) == "constraint"
 
 
+def test_user_rules_given_mid_run_are_constraints_and_their_questions_are_not():
+    r = Run(task="Add the export command.").call("ls", "app.py\n")
+    for said in ("stop committing everything", "no deprecation alias!",
+                 "i want the example to use the flash provider, so we show how to fetch another model",
+                 "don't we load all entries on construction?", "No problem!",
+                 "can you make sure the tests/ folder stays untouched?"):
+        r.say(said, role=Role.user).call("ls", "app.py\n")
+    a = _anchor(r)
+    got = [c.text for c in a.user_constraints]
+    for want in ("stop committing everything", "no deprecation alias!",
+                 "i want the example to use the flash provider, so we show how to fetch another model",
+                 "can you make sure the tests/ folder stays untouched?"):
+        assert any(want in c for c in got), want
+    assert not any("load all entries" in c or "No problem" in c for c in got)
+    # verbatim in both languages' renderings
+    for lang in ("en", "zh"):
+        assert "stop committing everything" in to_markdown(a, lang)
+
+
+def test_format_reminder_is_a_harness_rule_not_the_goal_nor_a_rejection():
+    nudge = "No tool calls found in the response. Every response MUST include at least one tool call."
+    r = Run(task="Fix the crash in app.py when n is zero.").call("ls", "app.py\n")
+    r.say(nudge, role=Role.user).call("python app.py", "ok\n")
+    a = _anchor(r)
+    assert "Every response MUST include at least one tool call." in to_json(a)["harness_constraints"]
+    md = to_markdown(a)
+    goal = next(ln for ln in md.splitlines() if ln.startswith("**Goal**"))
+    assert "Fix the crash in app.py" in goal and "No tool calls" not in goal
+    assert not any("No tool calls" in x.text for x in a.excluded_approaches)
+    assert not any("No tool calls" in c.text for c in a.user_constraints)
+    # nor the newest request the self-check falls back to
+    from compactor.audit.common import newest_request
+    assert newest_request(r.segs).text.startswith("Fix the crash")
+    # nor is a harness's label over tool results, said in the user's place
+    r2 = Run(task="Wire the e2e commands into verification.").call("ls", "a\n")
+    r2.say("Tool execution results", role=Role.user).call("bun test", "401 pass\n")
+    assert "Wire the e2e commands" in next(ln for ln in to_markdown(_anchor(r2)).splitlines() if ln.startswith("**Goal**"))
+    assert newest_request(r2.segs).text.startswith("Wire the e2e")
+    # the goal is not the HTML comment of a PR template
+    task = ("<!-- Please check the contributing guidelines before opening a pull request. Please be sure to read them. -->\n"
+            "Parser drops the sign of negative exponents\n\nDescription\n" + "The value is parsed wrongly. " * 30)
+    goal = next(ln for ln in to_markdown(_anchor(Run(task=task).call("ls", "a\n"))).splitlines()
+                if ln.startswith("**Goal**"))
+    assert "Parser drops the sign" in goal and "contributing" not in goal
+
+
+def test_editor_view_is_a_read_and_its_edit_an_edit():
+    # SWE-agent's tool bundle: the editor's call is a command line, not JSON arguments
+    r = Run()
+    for cmd, out in (("str_replace_editor view /w/app.py", "1\tn = 0\n"),
+                     ("str_replace_editor str_replace /w/app.py --old_str 'n = 0' --new_str 'n = 1'", "edited\n")):
+        r.step += 1
+        cid = f"c{r.step}"
+        r._add(Role.assistant, SegmentKind.tool_call, f"<function=str_replace_editor>{cmd}</function>", call_id=cid,
+               tool_name="str_replace_editor", command=cmd)
+        r._add(Role.tool, SegmentKind.tool_result, out, call_id=cid, tool_name="str_replace_editor", command=cmd)
+    run = build_run(r.segs)
+    assert [s.action for s in run.steps] == ["read", "edit"]
+    assert run.last_change_step == "s2"
+    assert [(f.path, f.actions) for f in _anchor(r).files_touched] == [("/w/app.py", ["read", "modified"])]
+
+
+def test_a_call_the_user_refused_is_no_failure_and_an_elided_line_no_fact():
+    r = Run().call("gh repo view --json url", "The user doesn't want to proceed with this tool use. The tool use was "
+                   "rejected (eg. if it was a file edit, the new_string was NOT written to the file).", exit_code=None,
+                   is_error=True)
+    run = build_run(r.segs)
+    assert live_failure(run) is None and run.errors == []
+    assert "none" in to_markdown(_anchor(r)).split("**Live failure**", 1)[1].split("\n", 1)[0]
+    r2 = Run().call("grep -rn acquire .", "cov.json:141:[Omitted long matching line]\napp.py:3:pool.acquire()\n")
+    a2 = _anchor(r2)
+    facts = [f.text for f in a2.facts_learned]
+    assert any("pool.acquire()" in f for f in facts) or "Omitted long" not in to_markdown(a2)
+    assert not any("Omitted long" in f for f in facts)
+
+
+def test_a_commit_change_names_the_commit_id_git_printed():
+    r = Run().call(EDIT, "").call("git add app.py && git commit -m 'Guard the zero divisor'",
+                                  "[feat/zero 1a2b3c4d] Guard the zero divisor\n 1 file changed, 1 insertion(+)\n")
+    a = _anchor(r)
+    assert any("commit 1a2b3c4d “Guard the zero divisor”" in c.description for c in a.changes_made)
+    for lang in ("en", "zh"):
+        assert "1a2b3c4d" in to_markdown(a, lang)
+
+
+def test_a_slash_command_echo_is_the_command_and_a_local_shell_echo_no_request():
+    r = Run(task="Let sessions start with the skip-permissions flag.").call("ls", "a\n")
+    r.say("<bash-input>pwd</bash-input>", role=Role.user).say("<bash-stdout>/w/dmux</bash-stdout><bash-stderr></bash-stderr>",
+                                                             role=Role.user)
+    a = _anchor(r)
+    assert not any("pwd" in it.text or "bash-stdout" in it.text for it in a.intent.history)
+    r.say("<command-message>git-tools:commit-and-push is running…</command-message>\n"
+          "<command-name>/git-tools:commit-and-push</command-name>", role=Role.user)
+    goal = next(ln for ln in to_markdown(_anchor(r)).splitlines() if ln.startswith("**Goal**"))
+    assert goal == "**Goal**: /git-tools:commit-and-push"
+
+
+def test_an_issue_a_task_tool_hands_out_is_the_goal_when_no_one_asked():
+    r = Run.__new__(Run)
+    r.segs, r.step = [], 0
+    r.call("issue_ready", json.dumps({"number": 703, "title": "Add a diff viewer to the PR page", "description": "x"}),
+           tool="mcp__issues__issue_ready")
+    r.call("cat src/views.rs", "fn main() {}\n")
+    goal = next(ln for ln in to_markdown(_anchor(r)).splitlines() if ln.startswith("**Goal**"))
+    assert goal == "**Goal**: #703 Add a diff viewer to the PR page"
+    # merged step by step, the same anchor
+    a = build_anchor([])
+    for seg in r.segs:
+        a = merge(a, [seg])
+    assert a.model_dump() == _anchor(r).model_dump()
+    # a user's request wins; another tool's JSON with a title is not a task
+    asked = Run(task="Fix the login redirect.").call("issue_view", json.dumps({"number": 9, "title": "Old bug"}),
+                                                     tool="mcp__issues__issue_view")
+    assert "Fix the login redirect" in next(ln for ln in to_markdown(_anchor(asked)).splitlines()
+                                            if ln.startswith("**Goal**"))
+    other = Run.__new__(Run)
+    other.segs, other.step = [], 0
+    other.call("fetch", json.dumps({"title": "Example Domain"}), tool="web_fetch")
+    assert "Example Domain" not in to_markdown(_anchor(other))
+
+
 def test_rhetorical_question_is_not_an_open_question():
     r = Run().call("python app.py", "1.0\n", say="Is that really right, though? Let me check the output again.")
     a = _anchor(r)
@@ -273,6 +394,65 @@ def test_binding_harness_lines_are_constraints_and_boilerplate_is_not():
         md = to_markdown(a, lang)
         block = md[md.index("**Constraints**" if lang == "en" else "**用户约束**"):]
         assert f"{label}Remember, YOU CAN ONLY ENTER ONE COMMAND AT A TIME." in block
+
+
+HARNESS_WIDE = """You are an assistant that works in a shell.
+Your task is to make the minimal changes to non-test files in the /repo directory so the issue is fixed.
+You DON'T have to modify the testing logic or any of the tests in any way.
+All dependencies are installed, so you don't need to install other packages.
+Only call one function at a time.
+Always explain your plan in plain words BEFORE the function call.
+Note that the shell does NOT support interactive session commands (e.g. python, vim), so please do not invoke them.
+THE EDIT COMMAND REQUIRES PROPER INDENTATION.
+## Tips
+1. Read the file first.
+2. You should write a reproduction script.
+
+## Submission
+When the work is complete and no further progress is possible
+issue exactly the following command:
+
+```bash
+echo DONE_SUBMIT && git add -A && git diff --cached
+```
+
+This command will submit your work.
+You cannot continue working in any way on this task after submitting.
+"""
+
+
+def test_binding_harness_lines_of_every_class_are_kept_verbatim():
+    r = Run(system=HARNESS_WIDE).call("ls", "app.py\n")
+    texts = to_json(_anchor(r))["harness_constraints"]
+    for want in ("make the minimal changes to non-test files in the /repo directory",
+                 "You DON'T have to modify the testing logic or any of the tests in any way.",
+                 "so you don't need to install other packages",
+                 "Only call one function at a time.",
+                 "Always explain your plan in plain words BEFORE the function call.",
+                 # "(e.g. python, vim)" does not end the sentence
+                 "Note that the shell does NOT support interactive session commands (e.g. python, vim), "
+                 "so please do not invoke them.",
+                 "THE EDIT COMMAND REQUIRES PROPER INDENTATION.",
+                 "You cannot continue working in any way on this task after submitting."):
+        assert any(want in t for t in texts), want
+    # the exact submit command, from the fenced block the prose names
+    assert "echo DONE_SUBMIT && git add -A && git diff --cached" in texts
+    # advice is not binding
+    assert not any("Read the file first" in t or "reproduction script" in t or "assistant that works" in t
+                   for t in texts)
+    # the rules of a slash command's expansion: forbidding list items and numeric limits
+    r3 = Run().call("git status", "clean\n").meta(
+        "## Your task\nWrite the message.\n**Rules:**\n- Subject: what changed (max 60 chars)\n"
+        "- Never mention the reviewer\n- No extra tools, no explanations - just run it\n- Use 1-3 bullet points maximum\n"
+        "- No pending work items\n- Keep it short\n")
+    got = to_json(_anchor(r3))["harness_constraints"]
+    for want in ("Subject: what changed (max 60 chars)", "Never mention the reviewer",
+                 "No extra tools, no explanations - just run it", "Use 1-3 bullet points maximum"):
+        assert want in got, want
+    assert "No pending work items" not in got and "Keep it short" not in got
+    # a fenced block that the prose does not name as the submission is not a rule
+    r2 = Run(system="## Example\nRun this command to list files:\n\n```bash\nls -la\n```\n").call("ls", "a\n")
+    assert "ls -la" not in to_json(_anchor(r2))["harness_constraints"]
 
 
 # ------------------------------------------------------------------ class 7 and the order
@@ -368,3 +548,10 @@ def test_a_commit_is_not_evidence_and_a_chat_without_calls_has_a_status():
     chat = Run(task="What does the retry decorator do?").say("It retries the call three times. Shall I add a test?")
     m = build_run(chat.segs)
     assert m.status == "waiting" and status_line(m).startswith("Waiting for the user at s1: Shall I add a test?")
+    # the user answered: the turn is the agent's again, the chat is not finished
+    chat.say("Yes, add one for the timeout case.", role=Role.user)
+    assert build_run(chat.segs).status == "working"
+    done = Run(task="What does the retry decorator do?").say("It retries the call three times.")
+    assert build_run(done.segs).status == "finished"
+    done.say("Tool execution results", role=Role.user)  # a harness's label: no new turn
+    assert build_run(done.segs).status == "finished"

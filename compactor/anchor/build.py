@@ -10,6 +10,7 @@ no duplicates, and an item's status (superseded, resolved, done) is never reset 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -47,7 +48,7 @@ from .files import call_effects, looks_like_file
 from ._tables import NOT_FAILURE, TOOL_ERROR, EvidenceTable, FailedTable, dedupe_line
 from .ledger import FactLedger
 from . import sections as S
-from .runmodel import RunFold
+from .runmodel import RunFold, harness_note
 from ..lazyre import lazy_regex
 
 __all__ = ["EVIDENCE_FAMILIES", "AnchorFold", "build_anchor", "merge"]
@@ -157,6 +158,30 @@ _REQUIREMENT = lazy_regex(
 _ANALYSIS = lazy_regex(
     r"\b(?:would|could|might|I believe|I think|I found|I guess|it seems|seems to|probably|perhaps|maybe|"
     r"suggestions?|possibilit(?:y|ies)|for example|e\.g\.|such as|motivating|when debugging|we never)\b", C.regex.I)
+
+
+# git's report of a new commit: "[main a5b48f0] message", "[feat/x (root-commit) 1a2b3c4] message"
+_COMMIT_SHA = lazy_regex(r"^\[[^\]\s]+(?: \([^)\n]*\))? ([0-9a-f]{7,40})\] ", C.regex.M)
+
+
+# "<command-message>x is running…</command-message> <command-name>/x</command-name> [<command-args>a</command-args>]"
+_COMMAND_ECHO = lazy_regex(
+    r"^\s*(?:<command-message>[^<]*</command-message>\s*)?<command-name>(/[^<\s]+)</command-name>\s*"
+    r"(?:<command-args>([^<]*)</command-args>\s*)?$")
+
+
+# a tool that hands out work: an issue tracker's, a task queue's
+_TASK_TOOL = lazy_regex(r"(?:^|[_.:-])(?:issues?|tasks?|tickets?)(?:[_.:-]|$)", C.regex.I)
+
+
+def _asks(s: str) -> bool:
+    """A question that does not itself order ("Can you make sure tests/ stays as is?" orders)."""
+    return s.rstrip().endswith(("?", "？")) and not _ORDER_QUESTION.match(s)
+
+
+_ORDER_QUESTION = lazy_regex(
+    r"^(?:please\s+)?(?:can|could|would|will) you (?:please\s+)?(?:make sure|ensure|not\b|avoid|never|always|only|keep|stop)"
+    r"|^(?:你)?(?:能|可以)(?:不能)?(?:请)?(?:确保|不要|别)", C.I)
 
 
 def _own_words(text: str) -> tuple[str, str]:
@@ -320,9 +345,14 @@ def _expected_behaviour(own: str, issue: str) -> str:
     return ""
 
 
+# an HTML comment of an issue or PR template ("<!-- Please be sure to check out ... -->"): never the request
+_HTML_COMMENT = lazy_regex(r"<!--.*?(?:-->|\Z)", C.regex.S)
+
+
 def _meaningful_lines(t: str, limit: int) -> list[str]:
     kept: list[str] = []
     in_fence = False
+    t = _HTML_COMMENT.sub("", t)
     for raw in t.split("\n"):
         line = raw.strip()
         if line.startswith("```"):
@@ -738,8 +768,28 @@ class _State:
                 self.next_steps[nid] = self.next_steps[nid].model_copy(update={"status": "done"})
         self.awaiting = new_questions
 
+    def _handed_task(self, seg: Segment, text: str, step: str) -> None:
+        """No one has asked for anything yet and an issue or task tool handed the agent its work
+        (``issue_ready`` → ``{"number": 703, "title": ...}``): that issue is the task."""
+        if not _TASK_TOOL.search(seg.tool_name or "") or not text.lstrip().startswith("{"):
+            return
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(data, dict) or not isinstance(data.get("title"), str) or not data["title"].strip():
+            return
+        num = data.get("number", data.get("id"))
+        ref = f"#{num} " if isinstance(num, (int, str)) and str(num).strip() else ""
+        self.current_request = self._add_intent("initial", shorten(f"{ref}{squash(data['title'])}", _REQUEST_CHARS), step)
+
     def _user(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
+        if harness_note(text):
+            return  # the harness's note in the user's place: its rule is the run model's, it asks for nothing
+        m_echo = _COMMAND_ECHO.match(text)
+        if m_echo:  # a chat client's echo of a slash command the user ran: the request is the command
+            text = f"{m_echo.group(1)} {m_echo.group(2) or ''}".strip()
         m_cmd = _CHAT_COMMAND.match(text)
         if m_cmd:
             if m_cmd.group(1).lower() not in _REQUEST_COMMANDS or not text[m_cmd.end():].strip():
@@ -755,15 +805,17 @@ class _State:
         # the task, not the prose of a pasted issue): spans first (verbatim), then cue sentences
         own, issue = _own_words(text)
         cons = CUES["constraint"]
-        # a question asks, it does not bind ("What should we do next?"), unless it carries a
-        # requirement cue of its own ("Can you make sure you don't touch tests/?")
+        # a question asks, it does not bind ("What should we do next?", "don't we load it once?"),
+        # unless it is an order put as a question ("Can you make sure you don't touch tests/?")
         span_cons = [t for t in self._span_sentences(spans, "constraint")
-                     if t in own and not (t.rstrip().endswith(("?", "？")) and not cons.search(t))]
+                     if t in own and not _asks(t)]
         for t in span_cons:
             self._add_constraint(t, step)
         constraint_sents = []
         for s in sentences(prose_of(own)):
-            if cons.search(s) or C.STOP.match(s):
+            if _asks(s):
+                continue  # "don't we load all entries on construction?" asks, it does not bind
+            if cons.search(s) or C.STOP.match(s) or _ORDER_QUESTION.match(s):
                 constraint_sents.append(s)
                 if not any(s in t or t in s for t in span_cons):
                     self._add_constraint(s, step)
@@ -1088,6 +1140,8 @@ class _State:
     def _result(self, seg: Segment, text: str, spans: Sequence[Span]) -> None:
         step = seg.step_id
         pc = self._match_call(seg)
+        if self.user_messages == 0 and not self.current_request:
+            self._handed_task(seg, text, step)
         if (seg.tool_name or "").lower() in _FINISH_TOOLS:
             self._final_message(text, step)
             return  # the agent's closing message echoed back: not an observation of the environment
@@ -1130,8 +1184,13 @@ class _State:
                         del self.changes[cid]
                         continue
                     status = "failed" if change_failed else "applied"
-                    if ch.status != status:
-                        self.changes[cid] = ch.model_copy(update={"status": status})
+                    upd = {"status": status} if ch.status != status else {}
+                    m_sha = _COMMIT_SHA.search(head) if status == "applied" and " — commit “" in ch.description else None
+                    if m_sha is not None and m_sha.group(1) not in ch.description:
+                        # the commit's id, as git printed it: what a successor checks out or reverts
+                        upd["description"] = ch.description.replace(" — commit “", f" — commit {m_sha.group(1)} “", 1)
+                    if upd:
+                        self.changes[cid] = ch.model_copy(update=upd)
             for p in pc.files:
                 f = self.files.get(p)
                 if f is not None:

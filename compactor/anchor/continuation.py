@@ -22,6 +22,7 @@ from ..models import Anchor, ChangeMade, Evidence, IntentItem, NextStep, Role, S
 from . import cues as C
 from . import sections as S
 from ._text import item_id, prose_of, sentences, shorten
+from .sections import live_failure
 from .build import NOT_FAILURE, _benign_exit, _condense_request, _error_line, _own_words
 from ..codeview import classify
 
@@ -222,6 +223,8 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment],
     if not pending and not open_q and not anchor.cursor.finished:
         live = [e for e in upd.get("key_evidence", anchor.key_evidence) if e.status == "live"
                 and e.family not in NOT_FAILURE]
+        if anchor.cursor.run.calls and live_failure(anchor.cursor.run) is None:
+            live = []  # the run model knows the tools' outcomes: no live failure, no step to resolve one
         text, step = "", ""
         if live:
             text, step = f"resolve the live failure: {shorten(live[-1].text.split(chr(10))[-1], 300)}", live[-1].source_step

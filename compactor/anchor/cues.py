@@ -49,6 +49,11 @@ CONSTRAINT = lazy_regex(
     r"|\b(?:only|never) (?:use|modify|change|touch|edit)\b"
     r"|\bto keep (?:the )?(?:old|previous|current|existing|original|same|legacy) (?:behaviou?rs?|output|format|api|semantics|results?)\b"
     r"|\bplease (?:do not|don't|avoid|keep|make sure|ensure|only|never|always)\b"
+    # an order to stop a habit ("stop committing everything"), a short ban ("no deprecation alias!"),
+    # what the user wants a thing to use or be ("I want the example to use provider X")
+    r"|^(?:please\s+|so\s+|and\s+)*stop\s+\w+ing\b"
+    r"|^no\s+(?!(?:problem|worries|idea|luck|way|rush|clue|thanks|doubt|need)\b)\w+(?:[- ]\w+){0,3}\s*[!.]?$"
+    r"|\b(?:i|we) (?:want|need)\b[^.?!]{0,80}\bto (?:use|keep|stay)\b"
     r"|不要|不能|不得|不许|不允许|禁止|必须|务必|一定要|只能|只用|别(?:用|改|动|碰)|兼容|避免|保证|确保|不用|不需要",
     I,
 )
@@ -317,6 +322,7 @@ CUES = {
     "constraint": Cue(CONSTRAINT, (
         "do not", "don't", "never", "always", "avoid", "only", "make sure", "ensure", "keep", "no need to", "must",
         "you ", "allowed", "required", "forbidden", "mandatory", "compatible", "without ", "please ",
+        "stop", "no", "want", "need",
         "不要", "不能", "不得", "不许", "不允许", "禁止", "必须", "务必", "一定要", "只能", "只用", "别", "兼容", "避免",
         "保证", "确保", "不用", "不需要")),
     "question": Cue(QUESTION_CUE, (

@@ -176,6 +176,10 @@ def call_effects(call: ToolCall, open_file: str = "") -> CallEffects:
     if first in _SWE_TEXT and (name == _norm_name(first) or not name):
         _swe_text(eff, cmd.strip(), open_file)
         return eff
+    cli = _editor_cli(cmd.strip(), first)
+    if cli is not None:  # "str_replace_editor str_replace /f.py --old_str ... --new_str ...": the tool's own CLI
+        _json_call(eff, _norm_name(first), cli, open_file)
+        return eff
     if "*** Begin Patch" in cmd:
         _apply_patch(eff, cmd)
         return eff
@@ -188,6 +192,28 @@ def call_effects(call: ToolCall, open_file: str = "") -> CallEffects:
 
 
 _FUNC_CALL = lazy_regex(r"^\s*[A-Za-z_][\w.]*\(.*\)\s*$", regex.S)
+
+
+def _editor_cli(cmd: str, first: str) -> dict | None:
+    """The arguments of a file-editor tool called as a command (``<editor> <sub-command> <path>
+    [--option value]...``, as SWE-agent's tool bundles run it), or None when ``cmd`` is not one."""
+    if _norm_name(first) not in _EDITOR:
+        return None
+    try:
+        words = shlex.split(cmd, posix=True)
+    except ValueError:  # an unbalanced quote in an edit's text: the sub-command and path still count
+        words = cmd.split()[:3]
+    if len(words) < 3 or words[1] not in _EDITOR_CMDS:
+        return None
+    args: dict = {"command": words[1], "path": words[2]}
+    i = 3
+    while i + 1 < len(words):
+        if words[i].startswith("--"):
+            args[words[i][2:]] = words[i + 1]
+            i += 2
+        else:
+            i += 1
+    return args
 
 
 def _first_line(cmd: str, n: int = 160) -> str:

@@ -37,7 +37,7 @@ from .cues import label_sentence
 from ._tables import missing_modules
 from .files import call_effects, looks_like_file
 
-__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "is_check", "step_action"]
+__all__ = ["RunFold", "build_run", "chrome_line", "command_family", "harness_note", "is_check", "step_action"]
 
 _MAX_STEPS = 64
 _TAIL_CHARS = 2000
@@ -109,7 +109,7 @@ _CHROME = lazy_regex(
     r".*\bversion \d+(?:\.\d+)+ is available\b|.*\bupdate available\b|"
     r"Reading package lists|Building dependency tree|Reading state information|"
     r"(?:Get|Hit|Ign):\d+ |Fetched [\d.,]+ [kMG]?B|"
-    r"/exit\s*$)", regex.I)
+    r"/exit\s*$|.*\[Omitted long (?:matching )?line\]\s*$)", regex.I)
 _OUTCOME = lazy_regex(r"^(?:Successfully (?:installed|built|uninstalled|tagged)|Requirement already satisfied)")
 _CWD_LINE = lazy_regex(r"^(?:<cwd>|Current working directory:|Working directory:|\(Current directory:|cwd: )", regex.I)
 # a limit or an API / harness failure that ended the run (outside the tools' own output)
@@ -124,19 +124,68 @@ _API_ERROR = lazy_regex(
     r".*\boverloaded_error\b|.*\b5\d\d (?:Internal Server Error|Service Unavailable|Bad Gateway)\b)", regex.M)
 # harness instructions that bind: kept as constraints (the rest of a template is boilerplate)
 _BINDING = lazy_regex(
+    # what must not be modified: the tests, the configuration ("you DON'T have to modify the tests")
     r"\b(?:do not|don't|must not|never|should not|shouldn't|cannot|can't|not allowed to|are not permitted to)\s+"
-    r"(?:modify|change|edit|touch|alter|delete|remove)\b[^.\n]{0,40}\btests?\b|"
-    r"\b(?:do not|don't|must not|cannot|can't|not allowed to|are not permitted to|never)\s+"
+    r"(?:have to\s+|need to\s+)?(?:modify|change|edit|touch|alter|delete|remove)\b[^.\n]{0,40}\b(?:tests?|testing)\b|"
+    r"\bDO NOT MODIFY\b|"
+    # where the changes go: "make (the minimal) changes to non-test files in ..."
+    r"\bchanges? to non-tests? files\b|"
+    r"\b(?:do not|don't|must not|cannot|can't|not allowed to|are not permitted to|never)\s+(?:need to\s+|have to\s+)?"
     r"(?:install|pip install|use pip|download|access the internet|use the internet)|"
-    r"\b(?:one|a single|only one|exactly one|ONE)\s+(?:\w+\s+)?(?:command|bash block|action)s?\b"
+    # one command / tool call / function per response
+    r"\b(?:one|a single|only one|exactly one|ONE)\s+(?:\w+\s+)?(?:command|bash block|action|function|tool call)s?\b"
     r"[^.\n]{0,40}\bat a time\b|"
+    r"\b(?:exactly|only)\s+_?one_?\b(?=[^.\n]{0,40}\b(?:command|block|call|action|function|tool))|"
     r"^(?:when|once|if|after|to|finally|please|you)\b[^\n]{0,100}\b(?:submit|finish)\b[^\n]{0,80}`[^`\n]{3,120}`|"
     r"`[^`\n]*COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT[^`\n]*`|"
-    r"\b(?:do not|don't|never)\s+(?:run|use)\s+(?:interactive|git push|sudo)\b|"
-    r"\bnot (?:be )?(?:able to|allowed to) (?:install|modify the tests?)", regex.I)
+    # nothing after the submission
+    r"\b(?:cannot|can't|will not be able to|won't be able to)\s+continue\b[^\n]{0,80}\bafter (?:submitting|you submit|submission)\b|"
+    r"\b(?:do not|don't|never)\s+(?:run|use|invoke)\s+(?:interactive|git push|sudo)\b|"
+    r"\b(?:does|do) NOT support interactive\b|"
+    r"\bsubmit\b[^.\n]{0,80}\b(?:running|run|using|calling) the `?submit`? command\b|"
+    # an emphasised order: a binding word in capitals ("PLEASE DO NOT DO THAT!", "REQUIRES PROPER INDENTATION")
+    r"(?-i:\b(?:DO NOT|DON'T|MUST(?: NOT)?|NEVER|REQUIRES?|BEFORE)\b)(?=(?:\s+\S+){2})|"
+    r"\bnot (?:be )?(?:able to|allowed to) (?:install|modify the tests?)|"
+    # a numeric limit on the output ("max 50 chars", "0-2 emojis maximum", "at most 3 files")
+    r"\b(?:max|maximum|at most|no more than)\s+\d+\b|\b\d+(?:-\d+)?\s+\w+(?:\s+\w+)?\s+(?:maximum|max)\b", regex.I)
+# a list item of a harness's instructions that forbids: "- Never mention X", "- No extra tools, no ..."
+# (not a statement such as "- No pending work items")
+_BINDING_ITEM = lazy_regex(r"^[-*•]\s+(?:never|do not|don't)\s+\w+|"
+                           r"^[-*•]\s+no\s+\w+(?:\s+\w+)?\s*[,;—-]\s*(?:no|just|only)\b", regex.I)
 _GAVE_UP = lazy_regex(r"\b(?:unable to|could not|couldn't|cannot|can't|failed to|was not able to|wasn't able to)\b", regex.I)
 _REVERT_CP = lazy_regex(r"^(?:cp|mv)$")
 _FILE_LINE = lazy_regex(r"([\w./-]+\.\w{1,5}):(\d+)")
+
+
+# a harness's reminder after a malformed response: neither the user's request nor a rejection
+_FORMAT_NUDGE = lazy_regex(
+    r"^\s*(?:No tool calls? (?:were )?found in (?:the|your) response|"
+    r"Your (?:last )?(?:output|response) (?:was not formatted correctly|did not (?:use|include|contain) any tool calls?)|"
+    r"Please always provide EXACTLY ONE action|(?:Format|Formatting) error\b|"
+    r"Your response (?:must|should) (?:contain|include) (?:exactly )?one (?:bash code block|tool call|action)\b[^\n]{0,80}\bfound \d+)",
+    regex.I)
+
+
+# what a harness writes in the user's place: a label over tool results, its auto-continue nudge
+_PLACEHOLDER = lazy_regex(
+    r"^\s*(?:Tool (?:execution )?results?|Tool output|Observations?|\[Request interrupted by user[^\]\n]*\]|"
+    r"Please continue working on the task on whatever approach you think is suitable\b[^\n]*)\s*[.:]?\s*$|"
+    # a chat client's echo of what the user ran locally (a shell command, its output)
+    r"^\s*<(?:bash-input|bash-stdout|bash-stderr|local-command-stdout|local-command-stderr)>", regex.I)
+
+
+# a tool call the user refused before it ran
+_DECLINED = lazy_regex(
+    r"^\s*(?:The user doesn't want to proceed with this tool use|\[Request interrupted by user for tool use\]|"
+    r"(?:The )?(?:tool (?:call|use)|command|exec(?: command)?) (?:was )?(?:rejected|declined|denied) by (?:the )?user\b)", regex.I)
+
+
+def harness_note(text: str) -> bool:
+    """A message a harness writes in the user's place: a reminder that the last response broke
+    its format ("No tool calls found in the response. Every response MUST include ..."; its
+    binding line is a harness rule), a label over tool results ("Tool execution results"), an
+    auto-continue nudge. None of them is the user's request, a rejection or a constraint."""
+    return len(text) <= 2000 and bool(_FORMAT_NUDGE.match(text) or _PLACEHOLDER.match(text))
 
 
 def chrome_line(line: str, *, cwd: bool = False, outcome: bool = True) -> bool:
@@ -467,10 +516,12 @@ class RunFold:
 
     def _other(self, seg: Segment) -> None:
         text = seg.text
-        if seg.role in (Role.system, Role.user) and (seg.role == Role.system or seg.meta or self.calls == 0):
+        if seg.role in (Role.system, Role.user) and (seg.role == Role.system or seg.meta or self.calls == 0
+                                                     or harness_note(text)):
             self._harness(text)
-        if seg.role == Role.user and not seg.meta and self.calls == 0 and not self.steps:
-            return
+        if seg.role == Role.user and not seg.meta and self.calls == 0 and not self.steps \
+                and (self.status not in ("finished", "waiting") or harness_note(text)):
+            return  # the task itself (a reply after the agent's last word puts the turn back to the agent)
         head = text[:4000]
         m = _LIMIT.search(head)
         if m and seg.role != Role.user or m and self.calls and (seg.meta or seg.role == Role.system):
@@ -487,11 +538,17 @@ class RunFold:
     def _harness(self, text: str) -> None:
         if len(self.harness_rules) >= 12:
             return
-        for ln in text[:60_000].split("\n"):
+        lines = text[:60_000].split("\n")
+        for i, ln in enumerate(lines):
             s = ln.strip().lstrip("-*•#> ").strip()
             m = _BINDING.search(s) if 8 <= len(s) <= 300 else None
+            if m is None and 8 <= len(s) <= 300 and _BINDING_ITEM.match(ln.strip()):
+                m = regex.match(r".", s)
             if m is not None:
                 s = _sentence_around(s, m.start(), m.end())
+            elif s.startswith("```") and _submit_block(lines, i):
+                s = lines[i + 1].strip()  # the exact submit command, as a fenced block gives it
+                m = s
             if m is not None and s not in self.harness_rules:
                 self.harness_rules.append(s)
                 if len(self.harness_rules) >= 12:
@@ -548,6 +605,8 @@ class RunFold:
             writes = [p for p, op in eff.ops if op in ("write", "modify", "deleted") and looks_like_file(p)]
             self._pending_ops = [(p, op) for p, op in eff.ops if op in ("write", "modify", "deleted")]
         action = step_action(call, seg.tool_name, command or "", writes)
+        if action == "edit" and not writes and call is not None and eff.kind == "read":
+            action = "read"  # an editor's view: the tool edits, this call did not
         first = (command or "").strip().split("\n", 1)[0][:200]
         if action == "edit" and writes:
             target = writes[0]
@@ -679,6 +738,9 @@ class RunFold:
         elif st.action == "test" and failed:
             ok = False
             error, loc = error_of(text)
+        if _DECLINED.match(text):
+            # the user refused the call: it never ran, nothing failed (the refusal is the user's choice)
+            ok, error, loc = False, "", ""
         st = st.model_copy(update={"done": True, "ok": ok, "exit_code": code, "error": error,
                                    "signature": signature(error) if error else "", "location": loc,
                                    "passed": passed, "failed": failed})
@@ -779,7 +841,21 @@ class RunFold:
                 self.errors[sig] = e.model_copy(update={"state": "resolved", "why": why, "at": st.step})
 
 
-_SENT_END = lazy_regex(r"(?<=[.!。！])\s+")
+_SENT_END = lazy_regex(r"(?<=[.!。！])(?<!\b(?:e\.g|i\.e|cf|vs)\.)\s+")  # "(e.g. python, vim)" goes on
+
+
+def _submit_block(lines: list[str], i: int) -> bool:
+    """Line ``i`` opens a fenced block of one command that the prose just before it names as the
+    way to submit ("When you're done, issue exactly the following command:")."""
+    if i + 2 >= len(lines) or not lines[i + 2].strip().startswith("```") or not lines[i + 1].strip():
+        return False
+    before = " ".join(ln.strip() for ln in lines[max(0, i - 4): i])
+    after = " ".join(ln.strip() for ln in lines[i + 3: i + 5])
+    return bool(_SUBMIT_WORD.search(before + " " + after) and _COMMAND_LEAD.search(before))
+
+
+_SUBMIT_WORD = lazy_regex(r"\bsubmi(?:t|ts|tting|ssion)\b", regex.I)
+_COMMAND_LEAD = lazy_regex(r"\b(?:following|this|the submit) command\b|\bto submit\b[^\n]{0,80}:\s*$", regex.I)
 
 
 def _sentence_around(line: str, start: int, end: int) -> str:

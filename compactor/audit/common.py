@@ -7,6 +7,7 @@ from __future__ import annotations
 import regex
 
 from ..anchor._text import item_id, shorten
+from ..anchor.runmodel import harness_note
 from ..models import Anchor, Role, Segment, SegmentKind
 from ..normalize import normalize
 from ..syntax import is_summary_text
@@ -26,7 +27,8 @@ def bf_id(prefix: str, *parts: str) -> str:
 
 def is_request(seg: Segment) -> bool:
     return (seg.role == Role.user and seg.kind == SegmentKind.message and not seg.meta
-            and bool(seg.text.strip()) and not is_summary_text(seg.text))
+            and bool(seg.text.strip()) and not is_summary_text(seg.text)
+            and not harness_note(seg.text))  # a harness's note in the user's place asks for nothing
 
 
 def newest_request(segments: list[Segment], anchor: Anchor | None = None) -> Segment | None:
