@@ -329,3 +329,19 @@ def test_an_edit_that_did_not_apply_is_a_failed_attempt_the_fill_offers(tmp_path
     failed = [it.text for it in items if it.label == "failed call"]
     assert failed and "/testbed/app/pool.py" in failed[0] and "def acquire(self, timeout=30):" in failed[0], items
     assert any(it.label == "folded evidence" and it.text.startswith("No replacement was performed") for it in items)
+
+
+def test_a_short_system_prompt_comes_back_before_the_history_details():
+    """The agent's standing instructions outrank failed approaches and older evidence when they
+    are short: at budgets where the ladder runs, the demo keeps its system message first."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    import compactor as _c
+
+    demo = _json.loads((_Path(__file__).resolve().parents[1] / "fixtures/demo/debug-session.openai.json").read_text())
+    assert demo[0]["role"] == "system"
+    for budget in (500, 420, 300):
+        res = _c.compact(demo, format="openai-chat", budget=budget)
+        assert res.report.tokens_after <= budget
+        assert res.messages[0]["role"] == "system" and res.messages[0]["content"] == demo[0]["content"], budget

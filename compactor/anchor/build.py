@@ -10,7 +10,6 @@ no duplicates, and an item's status (superseded, resolved, done) is never reset 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -39,7 +38,7 @@ from ..models import (
     UserConstraint,
 )
 from ..codeview import View, call_kind, classify, split_commands
-from ..formats.calls import call_of, vocabulary
+from ..formats.calls import call_of, parse_arguments, vocabulary
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
@@ -773,10 +772,7 @@ class _State:
         (``issue_ready`` → ``{"number": 703, "title": ...}``): that issue is the task."""
         if not _TASK_TOOL.search(seg.tool_name or "") or not text.lstrip().startswith("{"):
             return
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return
+        data = parse_arguments(text)  # (a tool's JSON answer: parsed where the readers parse)
         if not isinstance(data, dict) or not isinstance(data.get("title"), str) or not data["title"].strip():
             return
         num = data.get("number", data.get("id"))

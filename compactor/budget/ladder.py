@@ -14,13 +14,14 @@ order of priority instead of a reason to refuse:
 2. live evidence: the latest failure's error line, trace header, innermost frames with
    ``file:line``, exit code, final summary line and its other error lines, lines that differ
    only in numbers told once with their count (``… (+44 more like it, differing in numbers)``);
-3. failed approaches: the command, its first error line, how often it failed;
+3. a short system prompt (the agent's standing instructions, up to about 200 tokens), then failed
+   approaches: the command, its first error line, how often it failed;
 4. decisions with their reasons;
 5. older evidence: an error that was later resolved becomes one line
    (``… — resolved at s14 · ref c-…``); an error repeated N times is kept once with its count
    and steps; then the rest of the live failure's evidence line by line (its outer frames, and
    the lines step 2 counted instead of showing);
-6. the rest: the most recent turns verbatim (newest first, whole turns), the system prompt, then
+6. the rest: the most recent turns verbatim (newest first, whole turns), a longer system prompt, then
    the remaining anchor items (intent, changes, facts, files, open questions, next steps).
 
 Everything else is folded: the originals of every dropped segment are saved under one reference
@@ -48,13 +49,15 @@ __all__ = ["LadderItem", "Plan", "build_items", "condense_request", "render", "r
 PRIORITIES = {
     1: "newest request and user constraints",
     2: "live evidence",
-    3: "failed approaches",
+    3: "a short system prompt and failed approaches",
     4: "decisions",
     5: "older evidence",
     6: "the rest",
 }
 
 _EVIDENCE = ("trace", "error", "exit-code", "test-failure")
+# a system prompt up to this size (about 200 tokens) is put back before the failed approaches
+SHORT_SYSTEM_PROMPT_CHARS = 800
 _FRAME = lazy_regex(r"""(?:File "[^"\n]+", line \d+|[\w./\\-]+\.\w+:\d+|\(\S+\.\w+:\d+\)|\bat \S+:\d+)""")
 _SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|[0-9a-f]{8,}|\d+")
 
@@ -449,7 +452,17 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
             items.append(LadderItem(2, label, line, live.step_id, live_ref, section=section, floor=(i == 0),
                                     originals={live_ref: live.text}))
 
-    # 3 ------------------------------------------------------------- failed approaches
+    # 3 ------------------------------------------------------------- the system prompt, failed approaches
+    # the agent's standing instructions come back before the history's details: without them the
+    # rest is read by an agent that no longer knows its tools and rules (the live evidence before
+    # them stays: it is what the next step acts on)
+    # (a short one: a long prompt waits with the rest, priority 6, so that it never crowds out the
+    # history's evidence)
+    sys_units = [u for u in units if u.pinned and u.why_pinned == "system prompt" and not set(u.ids) & set(request_ids)]
+    short_sys = [u for u in sys_units
+                 if sum(len(texts.get(sid, "")) for sid in u.ids) <= SHORT_SYSTEM_PROMPT_CHARS]
+    for u in short_sys:
+        items.append(LadderItem(3, "system prompt", "", "", unit_ids=tuple(u.ids)))
     # one line per failed command: the command, its first error line, the innermost frame of its
     # trace, how often and where it failed, and the reference to its last failing output (an
     # older failure told this way is not repeated under "older evidence")
@@ -571,19 +584,21 @@ def build_items(segments: list[Segment], spans_by_seg: dict[str, list[Span]], te
         # the harness's recommendations ("you should ...") in the request: the first of the rest
         items.append(LadderItem(6, "newest request: the harness's recommendations (kept condensed)", "",
                                 req.step_id, condensed[2], request_more=True))
-    pinned_sys = []
     free = []
+    long_sys = []
     for u in units:
         if set(u.ids) & set(request_ids):
             continue
         segs_u = [s for s in segments if s.id in set(u.ids)]
+        if u in short_sys:
+            continue  # put back at priority 3
         if u.pinned and u.why_pinned == "system prompt":
-            pinned_sys.append(u)
+            long_sys.append(u)
         elif segs_u:
             free.append(u)
     for u in reversed(free):  # recent turns, newest first
         items.append(LadderItem(6, "turn", "", u.step_ids[0] if u.step_ids else "", unit_ids=tuple(u.ids)))
-    for u in pinned_sys:
+    for u in long_sys:
         items.append(LadderItem(6, "system prompt", "", "", unit_ids=tuple(u.ids)))
     covered = {c.id for c in anchor.user_constraints} | {a.id for a in anchor.failed_attempts} \
         | {d.id for d in anchor.dead_ends} | {d.id for d in anchor.decisions_made} | {e.id for e in anchor.key_evidence}

@@ -33,7 +33,7 @@ from typing import Any
 from ..models import Role, Segment, SegmentKind
 from .registry import register
 from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, record_line
-from .jsonstyle import StyledFormat
+from .jsonstyle import StyledFormat, StyledState
 
 _SOURCES = ("system", "user", "agent")
 
@@ -57,8 +57,13 @@ def _steps(probe: Probe) -> tuple[list[Any], tuple[str | int, ...], bool] | None
     return None
 
 
+class AtifState(StyledState):
+    """ATIF: the file's JSON style (and text, for an unchanged write)."""
+
+
 @register
 class AtifFormat(StyledFormat):
+    State = AtifState
     name = "atif"
     title = "ATIF trajectory (Harbor / Terminal-Bench Agent Trajectory Interchange Format)"
     detection = ("a JSON object with schema_version 'ATIF-v1.x' and a 'steps' list, or JSONL whose first record "

@@ -297,8 +297,13 @@ def _is_ui(m: Any) -> bool:
     return isinstance(m, dict) and m.get("type") in ("ask", "say") and "ts" in m
 
 
+class ClineUiState(StyledState):
+    """Cline/Roo ui_messages.json: the file's JSON style (and text, for an unchanged write)."""
+
+
 @register
 class ClineUiFormat(StyledFormat):
+    State = ClineUiState
     name = "cline-ui"
     title = "Cline / Roo Code ui_messages.json (ClineMessage ask/say list)"
     detection = "a JSON array of ClineMessage objects {ts, type: ask|say, ask|say kind, text}"

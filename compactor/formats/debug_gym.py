@@ -27,7 +27,7 @@ from typing import Any
 from ..models import Role, Segment, SegmentKind
 from .registry import register
 from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, put_text
-from .jsonstyle import StyledFormat, record_index
+from .jsonstyle import StyledFormat, StyledState, record_index
 
 
 
@@ -35,8 +35,13 @@ def _is_step(e: Any) -> bool:
     return isinstance(e, dict) and "step_id" in e and "obs" in e and "action" in e
 
 
+class DebugGymState(StyledState):
+    """debug-gym: the file's JSON style (and text, for an unchanged write)."""
+
+
 @register
 class DebugGymFormat(StyledFormat):
+    State = DebugGymState
     name = "debug-gym"
     title = "debug-gym run log (microsoft/debug-gym, JSON despite a .jsonl name)"
     detection = ("a JSON object with a 'log' list of steps {step_id, action, obs, prompt_response_pairs} "

@@ -38,7 +38,7 @@ from .base import (
     record_line,
     update_state,
 )
-from .jsonstyle import StyledFormat
+from .jsonstyle import StyledFormat, StyledState
 from ..lazyre import lazy_regex
 
 _TYPES = ("init", "message", "tool_use", "tool_result", "result", "error")
@@ -257,8 +257,13 @@ def _part_keys(msg: dict[str, Any]) -> set[str]:
     return {k for p in msg.get("parts") or [] if isinstance(p, dict) for k in p}
 
 
+class GeminiContentsState(StyledState):
+    """A saved Gemini chat: the file's JSON style (and text, for an unchanged write)."""
+
+
 @register
 class GeminiContentsFormat(StyledFormat):
+    State = GeminiContentsState
     name = "gemini-contents"
     title = "Gemini API contents (Gemini CLI saved chat / trajectory.json / checkpoint)"
     detection = ("a JSON list (or an object with 'contents') of {role: user|model, parts: [...]} with text, "

@@ -174,12 +174,14 @@ class StyledFormat(Format):
         self.replace_texts(data, doc, edits)
         return data, plan_drops(doc.segments, edits.drop, record_index, doc.state.pairs)
 
-    def dumps(self, obj: Any) -> str:
+    def dumps(self, obj: Any, style: Any = None) -> str:
+        """As :meth:`Format.dumps`; a :class:`Styled` result carries its file's own style, which
+        wins over ``style``."""
         if isinstance(obj, Styled):
             return _text(obj)
-        return super().dumps(obj)
+        return super().dumps(obj, style)
 
-    def dump(self, obj: Any, write: Callable[[str], Any]) -> None:
+    def dump(self, obj: Any, write: Callable[[str], Any], style: Any = None) -> None:
         if isinstance(obj, Styled):
             if obj.raw is not None:
                 write(obj.raw)
@@ -192,4 +194,4 @@ class StyledFormat(Format):
             else:
                 write(_text(obj))
             return
-        super().dump(obj, write)
+        super().dump(obj, write, style)
