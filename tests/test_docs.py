@@ -81,3 +81,14 @@ def test_the_site_builds_strict(tmp_path: Path):
     assert (tmp_path / "site" / "index.html").is_file()
     figures = list((tmp_path / "site").rglob("budget_error_lines.png"))
     assert figures, "the benchmark figures the budget page shows are in the site"
+
+
+def test_the_layout_table_lists_exactly_the_registered_layouts():
+    """docs/formats.md's table and `compactor formats` name the same layouts, in detection order."""
+    import re
+
+    from compactor.formats import REGISTRY
+
+    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \|", text, flags=re.M)
+    assert rows == [f.name for f in REGISTRY]
