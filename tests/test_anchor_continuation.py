@@ -72,3 +72,17 @@ def test_the_pipeline_reports_what_was_back_filled():
     assert {"task", "constraints"} <= kinds, filled
     assert r.anchor.intent.current.startswith("Fix the failing export")
     assert [c.text for c in r.anchor.user_constraints] == ["Don't change the public API."]
+
+
+def test_a_rule_restated_every_turn_is_one_constraint_with_its_first_step():
+    # a harness re-sends the same reminder after each malformed response (and once in other case)
+    nudge = "Your reply had no command. Every reply MUST contain one fenced command."
+    segs = [_seg(0, "user", "message", "Fix the failing export.", 1)]
+    for i, step in ((1, 2), (2, 3), (3, 4)):
+        segs.append(_seg(i, "user", "message", nudge if step != 4 else nudge.upper(), step))
+    a, filled = continuation_check(Anchor(), segs)
+    texts = [c.text for c in a.user_constraints]
+    assert len(texts) == 1, texts
+    assert texts[0].lower() == "every reply must contain one fenced command."
+    assert [c.source_step for c in a.user_constraints] == ["s2"]
+    assert len([f for f in filled if f.startswith("constraints:")]) == 1

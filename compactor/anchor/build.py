@@ -42,7 +42,7 @@ from ..formats.calls import call_of, parse_arguments, vocabulary
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
-from ._text import item_id, prose_of, sentences, shorten, split_reason, squash
+from ._text import item_id, norm_key, prose_of, sentences, shorten, split_reason, squash
 from .files import call_effects, looks_like_file
 from ._tables import NOT_FAILURE, TOOL_ERROR, EvidenceTable, FailedTable, dedupe_line
 from .ledger import FactLedger
@@ -672,7 +672,8 @@ class _State:
     def _add_constraint(self, text: str, step: str) -> None:
         t = text.strip()
         cid = item_id("uc", t, exact=True)
-        if cid not in self.constraints:
+        key = norm_key(t)
+        if cid not in self.constraints and not any(norm_key(c.text) == key for c in self.constraints.values()):
             self.constraints[cid] = UserConstraint(id=cid, source_step=step, text=t)
 
     def _add_fact(self, text: str, step: str, via: str) -> None:

@@ -209,8 +209,15 @@ def continuation_check(anchor: Anchor, segments: Sequence[Segment],
     # constraints?
     if not [c for c in anchor.user_constraints if c.status == "active"]:
         cons = []
+        seen: set[str] = set()
         for u in users:
             for s in said(u):
+                # a rule restated (a harness's reminder re-sent every turn) is one constraint, with
+                # the step that first stated it
+                key = item_id("uc", s)
+                if key in seen:
+                    continue
+                seen.add(key)
                 cid = item_id("uc", s, exact=True)
                 cons.append(UserConstraint(id=cid, source_step=u.step_id, text=s))
                 filled.append(f"constraints:{cid}:{u.step_id}")
