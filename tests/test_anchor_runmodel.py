@@ -555,3 +555,27 @@ def test_a_commit_is_not_evidence_and_a_chat_without_calls_has_a_status():
     assert build_run(done.segs).status == "finished"
     done.say("Tool execution results", role=Role.user)  # a harness's label: no new turn
     assert build_run(done.segs).status == "finished"
+
+
+def test_chrome_is_never_error_evidence_nor_a_fact():
+    from compactor.anchor import sections as S
+    from compactor.anchor.cues import CHROME_FACT
+    from compactor.models import Evidence, RunModel
+
+    def ev(i, text, family="error"):
+        return Evidence(id=f"ev-{i}", source_step=f"s{i}", text=text, family=family)
+
+    chrome = [ev(1, "    16 except ImportError:"), ev(2, "  2180     \"the table contains invalid data\")"),
+              ev(3, "(pass) status parser > rejects invalid status [0.2ms]"),
+              ev(4, "tests/test_x.py::test_bad_input_raises_error PASSED"),
+              ev(5, "   Compiling errno v0.3.8")]
+    real = [ev(6, "E   KeyError: 'rows'"), ev(7, "  12 failed, 3 passed in 0.41s", "test-failure"),
+            ev(8, "error[E0308]: mismatched types")]
+    kept = S.evidence(chrome + real, RunModel())
+    assert [e.text for e in kept] == [e.text for e in real]
+    for line in ("Date: 2025-05-22T03:25:08", "PID: 48213", "Duration: 2.51s", "Compiling serde v1.0.197",
+                 "Added src/app.py to the chat", "Numpy: 1.16.0", "sys:1: ResourceWarning: unclosed file <x>"):
+        assert CHROME_FACT.match(line), line
+    for line in ("The date parser rejects 2025-13-01", "Compiling the grammar fails on nested blocks",
+                 "Fixed in: 2.3.1", "The cache holds 1.5 GB"):
+        assert not CHROME_FACT.match(line), line

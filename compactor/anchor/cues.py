@@ -104,7 +104,15 @@ CHROME_FACT = lazy_regex(
     r"Reading package lists|Building dependency tree|WARNING: Running pip as the 'root' user|"
     r"\[notice\] |# packages in environment at|platform \w+ -- Python|cachedir: |rootdir: |configfile: |plugins: |"
     r"collecting \.\.\.|collected \d+ items?$|Requirement already satisfied|Downloading |Obtaining |Installing build dependencies|"
-    r"Checking if build backend|Getting requirements to build|Preparing (?:editable )?metadata|Using cached)",
+    r"Checking if build backend|Getting requirements to build|Preparing (?:editable )?metadata|Using cached|"
+    # build and download progress ("Compiling foo v1.2.3", "Downloaded bar v0.4", "Finished `dev` profile")
+    r"\s*(?:Compiling|Downloaded|Downloading|Checking|Fresh|Locking|Updating|Unpacking|Resolved|Prepared|Installed)\s+\S+\s+v?\d[\w.+-]*(?:\s|$)|"
+    r"Finished [`'\"]?\w+[`'\"]? profile|\d{1,3}%\s*[|\[]|"
+    # a warning a tool printed, a test runner's version header, a "Name: 1.2.3" version notice
+    r"(?:sys:\d+: )?\w*Warning: |Running tests with \S+ version|[\w.-]{1,30}:\s*v?\d+(?:\.\d+)+[\w.+-]*\s*$|"
+    # a record's timing, date or process field, alone on its line
+    r"(?:Date|Time|Timestamp|Started|Finished|Duration|Elapsed|Took|Wall time|Runtime|PID|Process ID)\s*[:=]\s*"
+    r"[\dT:.,+\-/ ]+(?:ms|s|sec|secs|seconds|m|min|minutes|Z|UTC)?\s*$)",
     I,
 )
 

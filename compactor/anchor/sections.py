@@ -14,7 +14,7 @@ from ..lazyre import lazy_regex
 from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproach, FailedAttempt, Fact, FileTouch,
                       NextStep, OpenQuestion, RunModel, RunStep)
 from ._text import item_id
-from .cues import label_sentence
+from .cues import CHROME_FACT, label_sentence
 from .runmodel import chrome_line, command_family, is_check
 
 __all__ = ["PRIORITY", "changes", "decisions", "evidence", "failed_approaches", "facts",
@@ -230,8 +230,25 @@ def dead_ends(items: list[ExcludedApproach], net: list[ChangeMade]) -> list[Excl
     return [x for x in items if not any(x.approach and (x.approach in d or d in x.approach) for d in final)]
 
 
+# a line a tool printed that is never error evidence, whatever word it contains: a line of a
+# numbered source listing (a debugger's ``list``, ``cat -n``), a passing test's line
+# ("(pass) parser > rejects invalid status", "test_x PASSED", "test_y ... ok")
+_NOT_ERROR_LINE = lazy_regex(
+    r"^(?:[ ]{2,}\d{1,6}|\s*\d{1,6}\t)(?!\s+(?:failed|passed|errors?|warnings?|skipped|tests?|xfailed)\b)(?:\s*(?:->|>>|B))?\s+\S(?!.*\b(?:Error|Exception|FAILED|failed)\b:)|"
+    r"^\s*(?:\(pass\)|\[pass\]|✓|✔|√|PASS\b|ok \d+\b)|::\S+\s+PASSED\b|\s\.\.\.\s+ok\s*$")
+
+
+def _chrome_evidence(e: Evidence) -> bool:
+    if e.family not in ("error", "test-failure", "exit-code") or "\n" in e.text.strip("\n"):
+        return False
+    return bool(_NOT_ERROR_LINE.search(e.text) or CHROME_FACT.match(e.text.strip()))
+
+
 def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None) -> list[Evidence]:
-    """Error evidence takes the state of its error's life: live only while that error is live."""
+    """Error evidence takes the state of its error's life: live only while that error is live.
+    Chrome is never evidence (a listing's line, a passing test's line, build progress)."""
+    if any(_chrome_evidence(e) for e in items):
+        items = [e for e in items if not _chrome_evidence(e)]
     if not run.calls:
         return items
     errors = tuple(run.errors)
