@@ -579,3 +579,18 @@ def test_chrome_is_never_error_evidence_nor_a_fact():
     for line in ("The date parser rejects 2025-13-01", "Compiling the grammar fails on nested blocks",
                  "Fixed in: 2.3.1", "The cache holds 1.5 GB"):
         assert not CHROME_FACT.match(line), line
+
+
+def test_a_provider_or_harness_error_at_the_end_is_stopped_error():
+    for note in ("litellm.InternalServerError: VertexAIException - upstream model unavailable",
+                 "openai.APIConnectionError: Connection error.",
+                 "Subtask failed: the worker exited with code 137",
+                 "The process was killed by the harness after 600 seconds"):
+        r = Run().call("ls", "app.py\n").meta(note)
+        m = build_run(r.segs)
+        assert m.status == "stopped-error", note
+        # the run went on after it: working again
+        assert build_run(r.call("python app.py", "ok\n").segs).status == "working", note
+    # a tool's output that names the same words in its prose is not the harness stopping the run
+    r = Run().call("python app.py", "the process was killed\n", exit_code=0)
+    assert build_run(r.segs).status == "working"

@@ -119,7 +119,10 @@ _LIMIT = lazy_regex(
     r"(?:steps|turns|iterations|limit|budget)|max(?:imum)?[ _]iterations? (?:reached|exceeded)|"
     r"context (?:window|length) (?:exceeded|limit))", regex.I)
 _API_ERROR = lazy_regex(
-    r"^(?:API Error\b|APIError\b|APIConnectionError\b|RateLimitError\b|InternalServerError\b|ServiceUnavailableError\b|"
+    r"^(?:(?:[a-z_]+\.)*(?:API Error\b|APIError\b|APIConnectionError\b|RateLimitError\b|InternalServerError\b|ServiceUnavailableError\b)|"
+    # a harness's report that the run or its subtask failed or was killed
+    r"Subtask failed\b|(?:The )?(?:process|command|agent|task|run) (?:was |has been )?(?:killed|terminated) "
+    r"(?:by|because|after|due to)\b|"
     r"AgentStuckInLoopError\b|ContentPolicyViolationError\b|exit_api\b|exit_error\b|Request failed with status code 5\d\d|"
     r".*\boverloaded_error\b|.*\b5\d\d (?:Internal Server Error|Service Unavailable|Bad Gateway)\b)", regex.M)
 # harness instructions that bind: kept as constraints (the rest of a template is boilerplate)
