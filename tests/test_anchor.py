@@ -666,3 +666,18 @@ def test_byte_identical_across_hash_seeds():
         outs.append(subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True,
                                    cwd=ROOT).stdout)
     assert outs[0] == outs[1] and outs[0]
+
+
+def test_the_next_action_hint_is_not_listed_again_beside_the_step_it_restates():
+    from compactor.anchor import to_markdown
+    from compactor.models import Anchor, NextStep
+
+    step = "resolve the live failure: old_str `x = f(a,\\n                b)` did not appear verbatim in mod.py"
+    hint = "resolve the live failure: old_str `x = f(a,\\n b)` did not appear verbatim…"
+    md = to_markdown(Anchor(next_steps=[NextStep(id="ns-1", source_step="s3", text=step)], next_action_hint=hint))
+    assert md.count("resolve the live failure") == 1, md
+    assert "Next action (hint" not in md
+    # a hint that is another step is still shown
+    other = to_markdown(Anchor(next_steps=[NextStep(id="ns-1", source_step="s3", text=step)],
+                               next_action_hint="re-run the parser tests"))
+    assert "Next action (hint, not binding): re-run the parser tests" in other

@@ -284,6 +284,10 @@ def _excluded_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, st
     return _section("excluded", L["excluded"], excluded, L)
 
 
+def _words(text: str) -> str:
+    return " ".join(text.replace("\\n", " ").split())
+
+
 def _open_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
     open_rows: list[tuple[str, str]] = []
     for q in anchor.open_questions:
@@ -298,9 +302,12 @@ def _open_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
     for f in anchor.files_touched:
         if f.unfinished:
             open_rows.append(("", f"- {L['unfinished']}{L['sep']}{f.path}"))
-    shown_steps = {n.text for n in anchor.next_steps if n.status == "pending"} | \
-        {q.text for q in anchor.open_questions if q.status == "open"}
-    if anchor.next_action_hint and not any(t.startswith(anchor.next_action_hint.rstrip("…")) for t in shown_steps):
+    # the hint restates a listed step when their words agree (the hint is shortened and squashed:
+    # compared with spacing and escaped newlines ignored)
+    shown_steps = {_words(n.text) for n in anchor.next_steps if n.status == "pending"} | \
+        {_words(q.text) for q in anchor.open_questions if q.status == "open"}
+    hint = _words(anchor.next_action_hint.rstrip("…").rstrip()) if anchor.next_action_hint else ""
+    if anchor.next_action_hint and not any(t.startswith(hint) for t in shown_steps):
         open_rows.append(("", f"- {L['hint']}{L['sep']}{anchor.next_action_hint}"))
     return _section("open", L["open"], open_rows, L)
 
