@@ -594,3 +594,17 @@ def test_a_provider_or_harness_error_at_the_end_is_stopped_error():
     # a tool's output that names the same words in its prose is not the harness stopping the run
     r = Run().call("python app.py", "the process was killed\n", exit_code=0)
     assert build_run(r.segs).status == "working"
+
+
+def test_a_request_the_agent_answered_afterwards_is_not_a_next_step():
+    from compactor.anchor import sections as S
+    from compactor.models import NextStep, RunModel
+
+    ask = NextStep(id="ns-1", source_step="s4", text="answer the pending request: /release-notes")
+    plan = NextStep(id="ns-2", source_step="s4", text="update the changelog")
+    after = S.next_steps([ask, plan], RunModel(status="finished", status_step="s6"), [])
+    assert [n.text for n in after] == ["update the changelog"]
+    # no word of the agent after the request: still to answer
+    before = S.next_steps([ask], RunModel(status="finished", status_step="s2"), [])
+    assert [n.text for n in before] == [ask.text]
+    assert [n.text for n in S.next_steps([ask], RunModel(status="working", status_step="s6"), [])] == [ask.text]

@@ -309,6 +309,10 @@ def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> 
     """From the status, the live failure and the agent's last plan that was not carried out;
     empty rather than a template. Steps the old state derived from a failure are replaced."""
     keep = [n for n in items if not n.text.startswith("resolve the live failure")]
+    if run.status in ("finished", "waiting") and run.status_step:
+        # the agent's last word came after the request: answering it is a step carried out
+        keep = [n for n in keep if not (n.status == "pending" and n.text.startswith("answer the pending")
+                                        and _num(n.source_step) < _num(run.status_step))]
     if not run.calls:
         return keep
     if run.status == "submitted":
