@@ -114,7 +114,7 @@ _SHELL = vocabulary().keys(CallKind.shell)
 _READ_TOOLS = {"read", "readfile", "view", "viewfile", "open", "openfile", "cat", "notebookread", "readmanyfiles"}
 _WRITE_TOOLS = {"write", "writefile", "create", "createfile", "writetofile", "newfile"}
 _EDIT_TOOLS = {"edit", "multiedit", "replace", "editfile", "notebookedit", "insert", "append", "strreplace",
-               "applydiff", "searchreplace", "replaceinfile", "editnotebook"}
+               "applydiff", "searchreplace", "replaceinfile", "editnotebook", "rewrite"}
 _DELETE_TOOLS = {"delete", "deletefile", "remove", "removefile", "rm"}
 _PATH_KEYS = ("path", "file_path", "filename", "absolute_path", "notebook_path", "file", "target_file", "filepath")
 _EDITOR_CMDS = {"view": READ, "create": WRITE, "write": WRITE, "str_replace": "modify", "insert": "modify",
@@ -332,6 +332,10 @@ def _replace_detail(args: dict) -> str:
         return f"`{_removed_lines(old, new)}` → `{_new_lines(old, new)}`"
     if isinstance(args.get("text"), str):
         return f"insert `{_excerpt(args['text'])}`"
+    if isinstance(args.get("new_code"), str):  # debug-gym's rewrite: lines start..end become new_code
+        start, end = args.get("start"), args.get("end")
+        where = f"lines {start}-{end} → " if isinstance(start, int) and isinstance(end, int) else ""
+        return f"{where}`{_new_lines(None, args['new_code'])}`"
     return ""
 
 

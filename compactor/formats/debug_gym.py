@@ -17,12 +17,17 @@ first evaluation of the code (the environment's opening observation).
 - The summary is a step ``{step_id, action: null, obs: null, summary: text}`` read back as a user
   message; dropped steps are removed (with their prompts), and the later prompts' copies of their
   texts are emptied.
+- The step limit is in ``config.max_steps``; the log records no end event. A run that is not a
+  ``success`` and whose actions reached that limit was stopped by it: the reader says so in a last
+  harness line (``meta``, no origin: it is derived, never written back).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import regex
 
 from ..models import Role, Segment, SegmentKind
 from .registry import register
@@ -33,6 +38,35 @@ from .jsonstyle import StyledFormat, StyledState, record_index
 
 def _is_step(e: Any) -> bool:
     return isinstance(e, dict) and "step_id" in e and "obs" in e and "action" in e
+
+
+_REWRITE_FAILED = regex.compile(r"^Error while rewriting\b|^Rewrite failed\.?\s*$", regex.M)
+_EVAL_FAILED = regex.compile(r"^=+ .*\b\d+ (?:failed|errors?)\b.* =+\s*$|^!+ Interrupted: ", regex.M)
+
+
+def _failed(tool: str, obs: str) -> bool | None:
+    """What the tool's output says of its outcome: a rewrite the environment refused ("Error while
+    rewriting the file: ... Rewrite failed."), an evaluation whose tests fail or do not collect.
+    ``None`` (unknown) for the other tools: the output is read as it is."""
+    if tool == "rewrite":
+        return bool(_REWRITE_FAILED.search(obs))
+    if tool == "eval":
+        return bool(_EVAL_FAILED.search(obs[-4000:]))
+    return None
+
+
+def _limit_note(data: dict[str, Any], log: list[Any]) -> str | None:
+    """The harness line for a run its step limit ended: not a success, and as many actions as
+    ``config.max_steps`` allows (``None`` otherwise, or when the file gives no limit)."""
+    config = data.get("config")
+    limit = config.get("max_steps") if isinstance(config, dict) else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0 or data.get("success") is True:
+        return None
+    actions = sum(1 for e in log if isinstance(e.get("action"), dict))
+    if actions < limit:
+        return None
+    return (f"debug-gym: step limit reached (max_steps {limit}): the run ended after {actions} actions "
+            f"without success")
 
 
 class DebugGymState(StyledState):
@@ -130,11 +164,17 @@ class DebugGymFormat(StyledFormat):
             obs = e.get("obs")
             if isinstance(obs, str):
                 info = calls.match(call_id, f"m{i}") if call_id else None
+                tool = (info or {}).get("name") or "eval"
                 segments.append(make_segment(
                     id=f"m{i}", index=len(segments), role=Role.tool, kind=SegmentKind.tool_result, text=obs,
-                    call_id=call_id if info is not None else None, tool_name=(info or {}).get("name") or "eval",
-                    command=(info or {}).get("cmd"), origin=(*path, "obs"), **ids))
+                    call_id=call_id if info is not None else None, tool_name=tool,
+                    command=(info or {}).get("cmd"), origin=(*path, "obs"), is_error=_failed(tool, obs), **ids))
                 seen.setdefault(obs, f"m{i}")
+        end = _limit_note(data, log)
+        if end is not None and segments:
+            last = segments[-1]
+            segments.append(make_segment(id="limit", index=len(segments), role=Role.system, kind=SegmentKind.message,
+                                         text=end, meta=True, step=last.step, step_id=last.step_id))
         doc = self.new_document(data, segments, probe.raw.source)
         doc.state.mirrors = mirrors
         doc.state.pairs = calls.pairs
