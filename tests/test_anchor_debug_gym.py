@@ -105,3 +105,25 @@ def test_real_run_stopped_at_its_step_limit_keeps_its_rewrite():
     assert "max_steps 50" in md
     assert "output_field = output_field.replace" in md
     assert to_markdown(build_anchor(copy.copy(doc.segments))) == md
+
+
+def _task_anchor(task: str):
+    from compactor.models import Role, Segment, SegmentKind
+    segs = [Segment(id="m0", index=0, step=1, step_id="s1", role=Role.user, kind=SegmentKind.message, text=task)]
+    return build_anchor(segs)
+
+
+def test_a_task_sent_as_a_json_object_has_its_problem_as_the_goal():
+    task = ('{\n  "Overall task": "Your goal is to debug a Python program so that it passes the tests. '
+            'At every step, use one of the tools.",\n  "Instructions": {\n    "Problem description": '
+            '"Median of an even-length list is wrong\n\tstats.median([1, 2, 3, 4]) returns 3, expected 2.5."\n  },\n'
+            '  "Repo directory tree": "' + "stats.py\\n" * 200 + '"\n}')
+    goal = to_markdown(_task_anchor(task)).split("**Goal**: ", 1)[1].split("\n", 1)[0]
+    assert goal.startswith("Median of an even-length list is wrong")
+    # no problem field: its first text field; not JSON at all: the first line as before
+    goal = to_markdown(_task_anchor('{"task_text": "Add a --dry-run flag to the CLI.", "id": 3}')).split(
+        "**Goal**: ", 1)[1].split("\n", 1)[0]
+    assert goal == "Add a --dry-run flag to the CLI."
+    goal = to_markdown(_task_anchor("{braces} are not JSON: fix the parser's error on them")).split(
+        "**Goal**: ", 1)[1].split("\n", 1)[0]
+    assert goal.startswith("{braces} are not JSON")
