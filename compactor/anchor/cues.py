@@ -116,6 +116,21 @@ CHROME_FACT = lazy_regex(
     I,
 )
 
+# what a search, a listing or a build prints about the code, not about the run: a grep hit
+# ("src/a.py:12:    def f():", "a.py-14-  context"), a compiler's bare pointer ("--> src/a.rs:3:5"),
+# a numbered listing line, a bundler's size table ("dist/a.js  12.6 kB │ gzip: 4.5 kB"), a search
+# tool's paging note, a debugger's "Breakpoint 1 at ...". Never when the line reports an error.
+TOOL_CHROME = lazy_regex(
+    r"^(?!.*(?:\b(?:error|warning|fatal|failed|failure|panic)\b|\w(?:Error|Exception|Warning)\b))"
+    r"(?:(?:\.{0,2}/)?[\w@+~-][\w.@+~-]*(?:/[\w.@+~-]+)*\.[A-Za-z][\w]{0,7}[:-]\d{1,6}[:-](?!\d+:)|"
+    r"\d{1,6}(?:-|:|\t|\s{2,})\s*\S|"
+    r"-->\s*\S+:\d+(?::\d+)?\s*$|"
+    r".*\b\d+(?:\.\d+)?\s*[kKM]i?B\s*[│|]\s*gzip:|"
+    r"Found \d+ (?:files?|matches|results?)\b.*\blimit: \d+|\[Showing results with pagination|"
+    r"Breakpoint \d+ at \S+:\d+\s*$)",
+    I,
+)
+
 # the agent saying the work is finished
 FINISHED = lazy_regex(
     r"\b(?:the task is (?:now )?complete|task (?:is )?(?:now )?(?:complete|completed|done|finished)|I have (?:fully )?completed|"

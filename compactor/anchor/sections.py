@@ -14,7 +14,7 @@ from ..lazyre import lazy_regex
 from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproach, FailedAttempt, Fact, FileTouch,
                       NextStep, OpenQuestion, RunModel, RunStep)
 from ._text import item_id
-from .cues import CHROME_FACT, label_sentence
+from .cues import CHROME_FACT, TOOL_CHROME, label_sentence
 from .runmodel import chrome_line, command_family, is_check
 
 __all__ = ["PRIORITY", "changes", "decisions", "evidence", "failed_approaches", "facts",
@@ -238,17 +238,32 @@ _NOT_ERROR_LINE = lazy_regex(
     r"^\s*(?:\(pass\)|\[pass\]|✓|✔|√|PASS\b|ok \d+\b)|::\S+\s+PASSED\b|\s\.\.\.\s+ok\s*$")
 
 
-def _chrome_evidence(e: Evidence) -> bool:
-    if e.family not in ("error", "test-failure", "exit-code") or "\n" in e.text.strip("\n"):
+def _chrome_evidence(e: Evidence, searched: frozenset[str] = frozenset()) -> bool:
+    if e.family not in ("error", "test-failure", "exit-code", "verification") or "\n" in e.text.strip("\n"):
         return False
-    return bool(_NOT_ERROR_LINE.search(e.text) or CHROME_FACT.match(e.text.strip()))
+    s = e.text.strip()
+    if e.family == "verification":  # a package manager's "Successfully installed": not a check
+        return chrome_line(s)
+    # a line a search printed is a hit in the code ("1430-   tracing::error!(...)"), not an error of the run
+    return bool(_NOT_ERROR_LINE.search(e.text) or CHROME_FACT.match(s) or TOOL_CHROME.match(s)
+                or e.source_step in searched)
+
+
+def _searched_steps(run: RunModel) -> frozenset[str]:
+    """The steps whose every call was a search (grep, find, a search tool)."""
+    acts: dict[str, set[str]] = {}
+    for st in run.steps:
+        acts.setdefault(st.step, set()).add(st.action)
+    return frozenset(k for k, v in acts.items() if v == {"search"})
 
 
 def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None) -> list[Evidence]:
     """Error evidence takes the state of its error's life: live only while that error is live.
-    Chrome is never evidence (a listing's line, a passing test's line, build progress)."""
-    if any(_chrome_evidence(e) for e in items):
-        items = [e for e in items if not _chrome_evidence(e)]
+    Chrome is never evidence (a listing's line, a passing test's line, build progress, a search
+    hit, a package manager's success line)."""
+    searched = _searched_steps(run) if run.calls else frozenset()
+    if any(_chrome_evidence(e, searched) for e in items):
+        items = [e for e in items if not _chrome_evidence(e, searched)]
     if not run.calls:
         return items
     errors = tuple(run.errors)
@@ -302,7 +317,7 @@ def facts(items: list[Fact]) -> list[Fact]:
 
 @lru_cache(maxsize=4096)
 def _chrome_fact(text: str) -> bool:
-    return chrome_line(text, outcome=False)
+    return chrome_line(text, outcome=False) or bool(TOOL_CHROME.match(text.strip()))
 
 
 def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> list[NextStep]:
