@@ -1193,6 +1193,10 @@ class _State:
             failed = flagged or m_fail is not None
         else:
             failed = flagged or bool(ev_spans)
+        # a tool that reported success (exit 0, or its own passed / success flag): the error lines
+        # in its output are evidence of what it printed (a reproduction, an e2e test exercising
+        # error handlers), not of an approach that failed
+        reported_ok = not flagged and (seg.exit_code == 0 or seg.is_error is False and seg.exit_code is None)
         timed_out = seg.exit_code is not None and seg.exit_code < 0 or bool(_TIMEOUT.search(head))
         if pc is not None:
             # a compound shell line's exit status belongs to its last command, not to its writes;
@@ -1238,7 +1242,7 @@ class _State:
                     del self.evidence[eid]
                 self._evidence(Span(rule_id=TOOL_ERROR, family="error", segment_id=seg.id, start=0,
                                     end=len(line), line_start=1, line_end=1, text=line, step_id=step), step, key)
-            if not _expected_failure(command, line) and not self._probe_before_change(command, line):
+            if not reported_ok and not _expected_failure(command, line) and not self._probe_before_change(command, line):
                 self._add_failed_attempt(seg, pc, line, step, key)
                 self._dedupe_evidence(step)
         else:
