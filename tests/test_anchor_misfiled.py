@@ -33,3 +33,33 @@ def test_atif_verification_that_passed_is_not_a_failed_attempt():
     from compactor import compact
     md = to_markdown(compact(REAL / "openagents.orchestrator-ebphxk.atif.jsonl").anchor)
     assert "`bun run test:container`" not in _excluded(md)
+
+
+def test_lead_in_sentences_are_no_decisions_and_cut_sentences_no_constraints():
+    from compactor.anchor import sections as S
+    from compactor.models import Decision, UserConstraint
+    ds = [Decision(id=f"d{i}", source_step="s1", decision=t, reason="r") for i, t in enumerate(
+        ["The cleanest approach would be to:", "I will do the following:",
+         "Let me use that instead of adding it to AppState:", "Use crypto.getRandomValues instead of Math.random"])]
+    assert [d.decision for d in S.decisions(ds)] == ["Let me use that instead of adding it to AppState:",
+                                                     "Use crypto.getRandomValues instead of Math.random"]
+    cs = [UserConstraint(id=f"c{i}", source_step="s1", text=t) for i, t in enumerate(
+        ["it should", "Then stop.", "no deprecation alias!", "不要用 eval", "you must", "it's important, i need to be able to reason about it"])]
+    assert [c.text for c in S.constraints(cs)] == ["Then stop.", "no deprecation alias!", "不要用 eval",
+                                                   "it's important, i need to be able to reason about it"]
+
+
+RUNS = REAL.parent
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared trajectories-extra not present")
+def test_real_runs_lose_the_lead_ins_and_keep_the_rules():
+    from compactor import compact
+    md = to_markdown(compact(RUNS / "claude-code" / "random.session.jsonl").anchor)
+    cons = md.split("**Constraints**:", 1)[1].split("**Files**", 1)[0]
+    assert "- it should (s1)" not in cons
+    assert "i don't think we need a Dockerfile" in cons
+    md = to_markdown(compact(RUNS / "pi-coding-agent" / "pi-mono.compact-issue288.jsonl").anchor)
+    dec = md.split("**Decisions**:", 1)[1].split("**Excluded", 1)[0]
+    assert "would be to:" not in dec
+    assert "no deprecation alias!" in md

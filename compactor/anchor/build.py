@@ -1474,7 +1474,8 @@ class _State:
                                    lambda: S.decisions(raw["decisions_made"])),
             "open_questions": kept("run_questions", (raw["open_questions"],),
                                    lambda: S.open_questions(raw["open_questions"])),
-            "user_constraints": raw["user_constraints"],
+            "user_constraints": kept("run_constraints", (raw["user_constraints"],),
+                                     lambda: S.constraints(raw["user_constraints"])),
         }, kept("run_next", (rev, run.status, run.status_step, run.plan, run.plan_step, run.plan_acted, next_steps),
                 lambda: S.next_steps(next_steps, run, files)))
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import regex
+
 from ..lazyre import lazy_regex
 from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproach, FailedAttempt, Fact, FileTouch,
-                      NextStep, OpenQuestion, RunModel, RunStep)
+                      NextStep, OpenQuestion, RunModel, RunStep, UserConstraint)
 from ._text import item_id
 from .cues import CHROME_FACT, TOOL_CHROME, label_sentence
 from .runmodel import chrome_line, command_family, is_check
 
-__all__ = ["PRIORITY", "changes", "decisions", "evidence", "failed_approaches", "facts",
+__all__ = ["PRIORITY", "changes", "constraints", "decisions", "evidence", "failed_approaches", "facts",
            "live_failure", "live_failure_line", "next_steps", "open_questions", "status_line"]
 
 # the sections in the order they are kept under a size bound (the rest: intent, open questions,
@@ -293,10 +295,31 @@ def _label(text: str, role: str) -> str:
     return label_sentence(text, {"role": role})
 
 
+# a sentence cut where its content begins: "The cleanest approach would be to:", "it should"
+# (the list or the code that followed is the content, and it is not in the sentence)
+_LEAD_IN = lazy_regex(r"(?:^|\s)(?:to|be|is|are|was|were|the following|following|these|this|as follows|would|will|"
+                      r"should|must|shall|can|need to|have to|and|or|with|of|for)\s*[:：,;]?\s*$", regex.I)
+_SHORT_LEAD_IN = lazy_regex(r"^\s*\S+(?:\s+\S+){0,2}\s*$")
+
+
+def _cut(text: str, *, colon: bool) -> bool:
+    t = text.strip()
+    if colon:  # a decision that announces what follows ends on a colon
+        return t.endswith((":", "：")) and bool(_LEAD_IN.search(t[:-1]))
+    return bool(_SHORT_LEAD_IN.match(t) and _LEAD_IN.search(t))
+
+
 def decisions(items: list[Decision]) -> list[Decision]:
-    """Explicit choices: a decision sentence, or a choice with its reason."""
-    return [d for d in items if d.reason or _label(d.decision, "assistant") == "decision"
-            or _label(d.decision, "user") == "decision"]
+    """Explicit choices: a decision sentence, or a choice with its reason; never a lead-in whose
+    choice is in what followed it."""
+    return [d for d in items if not _cut(d.decision, colon=True) and (
+        d.reason or _label(d.decision, "assistant") == "decision" or _label(d.decision, "user") == "decision")]
+
+
+def constraints(items: list[UserConstraint]) -> list[UserConstraint]:
+    """The user's rules, without a sentence the splitter cut before its content ("it should" of
+    "it should 1. remember the bounds 2. ...")."""
+    return [c for c in items if not _cut(c.text, colon=False)]
 
 
 _MARKUP = lazy_regex(r"^\s*(?:</?[\w:-]+>\s*)+$")
