@@ -82,7 +82,8 @@ _EXC_LINE = lazy_regex(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|
                        r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)$")
 _STRONG = lazy_regex(
     r"^(?:E\s{2,}\S.*|error(?:\[\w+\])?: .+|fatal: .+|FAILED .+|ERROR: .+|E: .+|npm ERR! .+|panic: .+|"
-    r"Segmentation fault.*|.*: command not found|.*: No such file or directory|.*No module named .+|"
+    r"Segmentation fault.*|.*: command not found|(?:\S*/)?(?:ba|da|z|k)?sh: (?:line )?\d+: \S+: not found|"
+    r".*: No such file or directory|.*No module named .+|"
     r"[A-Z]\w*(?:Error|Exception): .+|.*\bcannot find symbol\b.*|.*\bundefined reference to\b.*|"
     r"Your proposed edit has introduced new syntax error.*|No replacement was performed.*|.*did not appear verbatim.*|"
     r"Error: .+|.*\bTimeoutExpired\b.*|.*[Tt]imed out after .+|.*Killed$)")
@@ -178,6 +179,7 @@ _PLACEHOLDER = lazy_regex(
 
 
 # a tool call the user refused before it ran
+_INTERRUPTED = lazy_regex(r"^\s*\[Request interrupted by user(?: for tool use)?\]\s*$")
 _DECLINED = lazy_regex(
     r"^\s*(?:The user doesn't want to proceed with this tool use|\[Request interrupted by user for tool use\]|"
     r"(?:The )?(?:tool (?:call|use)|command|exec(?: command)?) (?:was )?(?:rejected|declined|denied) by (?:the )?user\b)", regex.I)
@@ -533,6 +535,10 @@ class RunFold:
         m = _API_ERROR.search(head)
         if m and (seg.role == Role.system or seg.meta or seg.role == Role.tool):
             self._set_status("stopped-error", seg.step_id, _line_at(head, m.start()))
+            return
+        if seg.role == Role.user and _INTERRUPTED.match(head):
+            # the user stopped the agent mid-turn: control is back with the user
+            self._set_status("waiting", seg.step_id, _line_at(head, 0))
             return
         if seg.role == Role.user and not seg.meta:
             # a new message of the user: the work goes on (a harness's nudge included)
