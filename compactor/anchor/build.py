@@ -165,9 +165,11 @@ _COMMIT_SHA = lazy_regex(r"^\[[^\]\s]+(?: \([^)\n]*\))? ([0-9a-f]{7,40})\] ", C.
 
 
 # "<command-message>x is running…</command-message> <command-name>/x</command-name> [<command-args>a</command-args>]"
+# (the tags come in either order: newer clients write the name first)
 _COMMAND_ECHO = lazy_regex(
-    r"^\s*(?:<command-message>[^<]*</command-message>\s*)?<command-name>(/[^<\s]+)</command-name>\s*"
-    r"(?:<command-args>([^<]*)</command-args>\s*)?$")
+    r"^\s*(?:<command-(?:message|args)>[^<]*</command-(?:message|args)>\s*)*<command-name>(/[^<\s]+)</command-name>\s*"
+    r"(?:<command-message>[^<]*</command-message>\s*)?(?:<command-args>([^<]*)</command-args>\s*)?"
+    r"(?:<command-message>[^<]*</command-message>\s*)?$")
 
 
 # a tool that hands out work: an issue tracker's, a task queue's
