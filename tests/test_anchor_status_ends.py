@@ -38,3 +38,15 @@ def test_the_user_interrupting_the_agent_is_waiting_for_the_user():
     # a message of the user after it puts the turn back to the agent
     r.say("go on, and also add a test", role=Role.user)
     assert build_run(r.segs).status == "working"
+
+
+CORPUS = __import__("pathlib").Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+
+
+@pytest.mark.skipif(not (CORPUS / "openhands-v0").is_dir(), reason="shared corpus not present")
+def test_after_a_submission_nothing_is_left_to_do_but_the_live_failure_stays_on_record():
+    from compactor import compact
+    md = to_markdown(compact(CORPUS / "openhands-v0" / "ponylang__ponyc-4593.json").anchor)
+    assert md.split("**Status**: ", 1)[1].startswith("Submitted")
+    assert "did not appear verbatim" in md.split("**Live failure**: ", 1)[1].split("\n", 1)[0]
+    assert md.split("**Open / next**:\n", 1)[1].startswith("- (none)")

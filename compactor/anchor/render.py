@@ -207,7 +207,8 @@ def _row_groups(anchor: Anchor, lang: str, memo: RenderMemo | None) -> list[list
             ("done", (hist, a.changes_made), _done_rows),
             ("decisions", (a.decisions_made,), _decision_rows),
             ("excluded", (a.dead_ends, hist, a.failed_attempts), _excluded_rows),
-            ("open", (a.open_questions, hist, a.next_steps, a.files_touched, a.next_action_hint), _open_rows),
+            ("open", (a.open_questions, hist, a.next_steps, a.files_touched, a.next_action_hint, a.cursor.run.status),
+             _open_rows),
             ("evidence", (a.key_evidence, a.facts_learned), _evidence_rows),
             ("constraints", (a.user_constraints, a.cursor.run.harness_rules), _constraint_rows),
             ("files", (a.files_touched,), _file_rows),
@@ -299,8 +300,9 @@ def _open_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
     for n in anchor.next_steps:
         if n.status == "pending":
             open_rows.append((n.id, f"- {L['next']}{_step(n.source_step)}{L['sep']}{n.text}"))
+    submitted = anchor.cursor.run is not None and anchor.cursor.run.status == "submitted"
     for f in anchor.files_touched:
-        if f.unfinished:
+        if f.unfinished and not submitted:  # (after a submission nothing is open: the file says it)
             open_rows.append(("", f"- {L['unfinished']}{L['sep']}{f.path}"))
     # the hint restates a listed step when their words agree (the hint is shortened and squashed:
     # compared with spacing and escaped newlines ignored)
