@@ -33,6 +33,8 @@ def test_atif_verification_that_passed_is_not_a_failed_attempt():
     from compactor import compact
     md = to_markdown(compact(REAL / "openagents.orchestrator-ebphxk.atif.jsonl").anchor)
     assert "`bun run test:container`" not in _excluded(md)
+    # the check the harness reports as passed is the verification
+    assert "verification) `Ran 401 tests across 37 files." in md
 
 
 def test_lead_in_sentences_are_no_decisions_and_cut_sentences_no_constraints():

@@ -1247,12 +1247,16 @@ class _State:
             if not reported_ok and not _expected_failure(command, line) and not self._probe_before_change(command, line):
                 self._add_failed_attempt(seg, pc, line, step, key)
                 self._dedupe_evidence(step)
+            ok = _passing_line(text, lazy.v) if reported_ok and command and _PASSING.search(text[-20_000:]) else ""
+            if ok:  # the check passed as its tool reports: its passing line is the verification
+                self._verification(ok, step, key or command)
         else:
             self.last_result_error = False
             self._resolve(key, step, module=_installed_module(command))
-            ok = _passing_line(text, lazy.v) if key and kind == "shell" and _PASSING.search(text[-20_000:]) else ""
+            checked = key and kind == "shell" or reported_ok and command and pc is None  # (a harness's check)
+            ok = _passing_line(text, lazy.v) if checked and _PASSING.search(text[-20_000:]) else ""
             if ok:
-                self._verification(ok, step, key)
+                self._verification(ok, step, key or command)
             elif key and kind == "shell" and _runs_repro(command):
                 self._reproduction(text, lazy.v, step, key)
         diffish = text.startswith("@@ ") or "\n@@ " in text[:200_000]
@@ -1607,7 +1611,7 @@ _ERRORISH = lazy_regex(r"^(?:- )?E\d{3} |\b[A-Z]\w*(?:Error|Exception)\b:|^error
                             r"No replacement was performed|is required for command|did not appear verbatim|does not exist|"
                             r"No such file|not found|timed out")
 _LABEL_ONLY = lazy_regex(r"^(?:ERRORS?|Error|error|WARNING|Warning)\s*:?\s*$")
-_PASSING = lazy_regex(r"(?i)\b(?:\d+ passed|all (?:\w+ )*(?:tests? )?pass(?:ed)?|tests? passed|ran \d+ tests?|"
+_PASSING = lazy_regex(r"(?i)\b(?:\d+ passed|\d+ pass$|all (?:\w+ )*(?:tests? )?pass(?:ed)?|tests? passed|ran \d+ tests?|"
                            r"completed successfully|fix works|^ok$|^ok \(|success(?:ful(?:ly)?)?\b)")
 _INSTALL = lazy_regex(r"^(?:pip3?|python3? -m pip|conda|mamba|uv pip|poetry|apt(?:-get)?|npm|yarn|pnpm)\b.*\b(?:install|add)\b")
 
