@@ -50,3 +50,22 @@ def test_after_a_submission_nothing_is_left_to_do_but_the_live_failure_stays_on_
     assert md.split("**Status**: ", 1)[1].startswith("Submitted")
     assert "did not appear verbatim" in md.split("**Live failure**: ", 1)[1].split("\n", 1)[0]
     assert md.split("**Open / next**:\n", 1)[1].startswith("- (none)")
+
+
+HOOK = ("PreToolUse:Bash hook error: [uv run /home/u/.claude/hooks/pre_tool_use.py]: "
+        "BLOCKED: Dangerous rm command detected and prevented")
+
+
+def test_a_call_a_hook_blocked_binds_the_run_and_is_not_to_be_re_run():
+    r = Run().call("rm -rf build vendor", HOOK, exit_code=None, is_error=True)
+    a = build_anchor(r.segs)
+    assert "BLOCKED: Dangerous rm command detected and prevented" in a.cursor.run.harness_rules
+    md = to_markdown(a)
+    cons = md.split("**Constraints**:", 1)[1].split("**Files**", 1)[0]
+    assert "Harness rule: BLOCKED: Dangerous rm command detected and prevented" in cons
+    nxt = md.split("**Open / next**:", 1)[1].split("**Key evidence**", 1)[0]
+    assert "was refused (BLOCKED: Dangerous rm command detected and prevented)" in nxt
+    assert "then re-run" not in nxt
+    # an ordinary failure still asks for a re-run after the fix
+    r2 = Run().call("python app.py", "Traceback (most recent call last):\nValueError: bad\n", exit_code=1)
+    assert "then re-run `python app.py`" in to_markdown(build_anchor(r2.segs))

@@ -179,6 +179,9 @@ _PLACEHOLDER = lazy_regex(
 
 
 # a tool call the user refused before it ran
+# a hook or a policy of the harness refused the call ("PreToolUse:Bash hook error: [...]: BLOCKED:
+# Dangerous rm command detected and prevented"): group 1 is what it forbids
+HOOK_BLOCK = lazy_regex(r"(?:^|\]: |hook error: )(BLOCKED: [^\n]{4,200}|Blocked by (?:a |the )?(?:hook|policy)\b[^\n]{0,200})")
 _INTERRUPTED = lazy_regex(r"^\s*\[Request interrupted by user(?: for tool use)?\]\s*$")
 _DECLINED = lazy_regex(
     r"^\s*(?:The user doesn't want to proceed with this tool use|\[Request interrupted by user for tool use\]|"
@@ -750,6 +753,11 @@ class RunFold:
         if _DECLINED.match(text):
             # the user refused the call: it never ran, nothing failed (the refusal is the user's choice)
             ok, error, loc = False, "", ""
+        elif not ok:
+            m = HOOK_BLOCK.search(text[:2000])
+            if m and m.group(1) not in self.harness_rules and len(self.harness_rules) < 12:
+                # a hook or policy refused the call: what it forbids binds the rest of the run
+                self.harness_rules.append(m.group(1))
         st = st.model_copy(update={"done": True, "ok": ok, "exit_code": code, "error": error,
                                    "signature": signature(error) if error else "", "location": loc,
                                    "passed": passed, "failed": failed})

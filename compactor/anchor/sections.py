@@ -17,7 +17,7 @@ from ..models import (ChangeMade, Decision, ErrorLife, Evidence, ExcludedApproac
                       NextStep, OpenQuestion, RunModel, RunStep, UserConstraint)
 from ._text import item_id
 from .cues import CHROME_FACT, TOOL_CHROME, label_sentence
-from .runmodel import chrome_line, command_family, is_check
+from .runmodel import HOOK_BLOCK, chrome_line, command_family, is_check
 
 __all__ = ["PRIORITY", "changes", "constraints", "decisions", "evidence", "failed_approaches", "facts",
            "live_failure", "live_failure_line", "next_steps", "open_questions", "status_line"]
@@ -366,7 +366,12 @@ def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> 
         last = next((s for s in reversed(run.steps)), None)
         what = f": retry `{last.target[:120]}`" if last is not None else ""
         derived.append((f"the run stopped on an API or harness error ({run.status_step}){what}", run.status_step))
-    if live is not None:
+    blocked = HOOK_BLOCK.search(live.text) if live is not None else None
+    if blocked is not None:
+        # re-running what a hook forbids fails the same way: the work has to take another road
+        derived.append((f"`{live.family[:120]}` was refused ({blocked.group(1)[:200]}): reach the goal another way, "
+                        f"without it", live.last_step))
+    elif live is not None:
         where = f" ({live.location})" if live.location else ""
         rerun = f"; then re-run `{live.family[:120]}`" if live.action in ("run", "test", "install") else ""
         derived.append((f"resolve the live failure: {live.text[:300]}{where}{rerun}", live.last_step))
