@@ -65,3 +65,22 @@ def test_real_runs_lose_the_lead_ins_and_keep_the_rules():
     dec = md.split("**Decisions**:", 1)[1].split("**Excluded", 1)[0]
     assert "would be to:" not in dec
     assert "no deprecation alias!" in md
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared trajectories-extra not present")
+def test_reading_a_path_that_is_not_there_is_looking_around_not_a_failed_approach():
+    from compactor import compact
+    md = to_markdown(compact(RUNS / "claude-code-chat-json" / "openshrooly.prime.chat.json").anchor)
+    ex = _excluded(md)
+    assert "File does not exist" not in ex
+    assert "BLOCKED: Dangerous rm command" in ex  # a refused command is still one
+    md = to_markdown(compact(RUNS / "claude-agent-sdk-stream" / "openagents.autopilot-170100.jsonl").anchor)
+    ex = _excluded(md)
+    assert "Path does not exist" not in ex
+    assert "exceeds maximum allowed tokens" in ex  # a read that failed for another reason stays
+
+
+def test_a_missing_file_a_run_command_needed_stays_a_failed_attempt():
+    r = Run().call("python scripts/migrate.py", "python: can't open file 'scripts/migrate.py': [Errno 2] "
+                   "No such file or directory\n", exit_code=2)
+    assert "python scripts/migrate.py" in _excluded(to_markdown(build_anchor(r.segs)))

@@ -211,10 +211,17 @@ def failed_approaches(items: list[FailedAttempt], run: RunModel, net: list[Chang
     return out
 
 
+# a read or search of a path that is not there: the agent looking around, not an approach that failed
+_MISSING = lazy_regex(r"\b(?:File|Path|Directory) does not exist\b", regex.I)  # (a read tool's own words)
+
+
 def _failed(fa: FailedAttempt, fam, steps: list, final: set) -> FailedAttempt | None:
     if fa.command in final:
         return None
     if steps and all(s.done and s.ok for s in steps):
+        return None
+    mine = [s for s in steps if s.target == fa.command] or steps  # (a step may hold several calls)
+    if mine and all(s.action in ("read", "search") for s in mine) and _MISSING.search(fa.error):
         return None
     # the decisive line as the tool reported it, when what was taken for the error is chrome or markup
     if steps and (not fa.error or chrome_line(fa.error) or _MARKUP.match(fa.error)):
