@@ -206,3 +206,47 @@ def test_the_cli_output_is_byte_identical_across_runs(tmp_path):
     assert outs[:n] == outs[n:]
     for out in outs[:n]:
         assert "## 当前工作状态".encode() in out
+
+
+# name -> how many records of the session were written when it is compacted mid-way: after the
+# decision was carried out and before its check ran
+MID = {"safari-date": 42, "gbk-import": 32}
+
+
+def _prefix(name: str, n: int, tmp_path: Path) -> Path:
+    src = FIX / SESSIONS[name][0]
+    out = tmp_path / src.name
+    if src.suffix == ".jsonl":
+        out.write_text("".join(src.read_text(encoding="utf-8").splitlines(True)[:n]), encoding="utf-8")
+    else:
+        import json
+
+        out.write_text(json.dumps(json.loads(src.read_text(encoding="utf-8"))[:n], ensure_ascii=False), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(MID))
+def test_compacted_mid_session_the_work_is_in_progress_and_nothing_is_lost(counter, tmp_path, name):
+    """Compaction happens while the work goes on: the anchor says the change awaits its check
+    (naming the failure it must fix, not a summary line of the test run), and still keeps the
+    constraints, the dead end and the decision."""
+    _, _, constraints, (dead, dead_why), (decision, why), _ = SESSIONS[name]
+    src = _prefix(name, MID[name], tmp_path)
+    res = Compactor().compact(src, level=2, lang="zh")
+    assert res.report.level == 2 and res.report.tokens_after <= 0.60 * res.report.tokens_before
+    a = res.anchor
+    assert a.cursor.run.status == "working"
+    md = to_markdown(a, "zh")
+    assert md.split("\n")[2].startswith("**状态**: 进行中")
+    steps = [n.text for n in a.next_steps if n.status == "pending"]
+    assert any(s.startswith("check the change of") for s in steps), steps
+    check = next(s for s in steps if s.startswith("check the change of"))
+    assert "Time:" not in check and "passed" not in check
+    if name == "safari-date":
+        assert "● formatDateTime (safari) › parses the API format without the native parser" in check
+    else:
+        assert "UnicodeDecodeError" in check
+    for c in constraints:
+        assert any(c in x.text for x in a.user_constraints)
+    assert any(dead in f"{x.approach} {x.why}" and dead_why in f"{x.approach} {x.why}" for x in a.dead_ends)
+    assert any(decision in d.decision and why in d.reason for d in a.decisions_made)
