@@ -250,3 +250,38 @@ def test_compacted_mid_session_the_work_is_in_progress_and_nothing_is_lost(count
         assert any(c in x.text for x in a.user_constraints)
     assert any(dead in f"{x.approach} {x.why}" and dead_why in f"{x.approach} {x.why}" for x in a.dead_ends)
     assert any(decision in d.decision and why in d.reason for d in a.decisions_made)
+    # the derived step in each rendering's language, its command and error verbatim
+    en = to_markdown(a, "en")
+    assert check in en and "check the change of" not in md
+    row = next(ln for ln in md.split("\n") if "的改动：重新运行 `" in ln)
+    assert row.startswith("- 下一步 (") and check.split("`")[1] in row and check.split("`")[3] in row
+
+
+def test_derived_next_steps_are_said_in_chinese_with_their_parts_verbatim():
+    from compactor.anchor.sections import step_text
+
+    cases = {
+        "resolve the live failure: KeyError: 'sku' (app/cart.py:41); then re-run `python -m pytest`":
+            "解决当前失败：KeyError: 'sku' (app/cart.py:41)；然后重新运行 `python -m pytest`",
+        "resolve the live failure: error[E0308]: mismatched types":
+            "解决当前失败：error[E0308]: mismatched types",
+        "check the change of s9: re-run `npm test` (it failed at s7 with `TypeError: x is undefined`)":
+            "检查 s9 的改动：重新运行 `npm test`（它在 s7 失败：`TypeError: x is undefined`）",
+        "verify the change of s4: run `python repro.py` again (no passing run since)":
+            "验证 s4 的改动：再运行一次 `python repro.py`（此后没有通过的运行）",
+        "carry out the stated plan: 先把 sniff_encoding 的单元测试补上":
+            "执行已说明的计划：先把 sniff_encoding 的单元测试补上",
+        "the run stopped at its step or cost limit (s40); continue from where it stopped":
+            "运行在 s40 因步数或费用上限停止；从停下的地方继续",
+        "the run stopped on an API or harness error (s12): retry `cargo build`":
+            "运行在 s12 因 API 或运行环境错误停止：重试 `cargo build`",
+        "answer the pending request: 帮我看看为什么 CI 挂了":
+            "答复待处理的需求：帮我看看为什么 CI 挂了",
+    }
+    for en, zh in cases.items():
+        assert step_text(en, "zh") == zh
+        assert step_text(en, "en") == en
+    # the agent's own words are shown as written, in either rendering
+    for own in ("下一步：把 CI 的 tokio 版本矩阵更新到 1.38。", "run the linter before committing",
+                "Next, I need to run it against the old report.py"):
+        assert step_text(own, "zh") == own
