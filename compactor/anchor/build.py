@@ -294,6 +294,31 @@ _HAN_RUN_RE = lazy_regex(r"\p{Han}{2,}")
 _PRONOUN_RE = lazy_regex(r"(?i)^(?:it|this|that|still|same|no|nope)\b")
 _NO_RE = lazy_regex(r"(?i)^(?:no|nope|nah|不|不是|不对|不行)")
 _WRAPPER_RE = lazy_regex(r"^</?\w+>\s*$|^<returncode>")
+def _whole_zh(found: list[str], sents: list[str]) -> list[str]:
+    """A Chinese decision or dead end found as a clause (the protect rules stop at '；') is the
+    whole sentence it is part of: its reason often goes on after the semicolon ("决定用 A，因为 B
+    会把时区写死；而 A 在所有浏览器里都按本地时间处理。")."""
+    out = []
+    for t in found:
+        if C.HAN.search(t):
+            t = next((s for s in sents if t in s and len(s) <= 300), t)
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def _zh_reason_next(sentence: str, nxt: str, cue: dict) -> str:
+    """The reason of a Chinese dead end stated in the sentence after it ("改成 gbk 不行。旧文件是带
+    BOM 的 UTF-8……"): taken when the dead end gives none itself and the next sentence is Chinese
+    prose that is neither another dead end, a decision nor a plan."""
+    if not nxt or not C.HAN.search(sentence) or not C.HAN.search(nxt) or split_reason(sentence)[1]:
+        return ""
+    low = nxt.lower()
+    if any(c is not None and c.search(nxt, low) for c in (cue.get("dead_end"), cue.get("decision"), cue.get("next_step"))):
+        return ""
+    return nxt.strip().rstrip("。.")
+
+
 _REASON_NEXT = lazy_regex(r"(?i)^(?:this is because|that's because|because|the reason is|原因是|因为)")
 _ASK = lazy_regex(r"(?i)\b(?:please|can you|could you|I want you to|I need you to|your task is|help me)\b|请|帮我|需要你")
 _ROLE_LINE = lazy_regex(r"(?i)^you are (?:an?|the) ")
@@ -428,7 +453,9 @@ def _first_error_line(span_text: str) -> str:
         for ln in lines[1:]:
             if _MSG_LINE.match(ln) and not _FRAME_LINE.match(ln):
                 return ln.strip()
-        return lines[-1].strip()
+        # a compiler's diagnostic (``error[E0599]: ...`` then its location and source excerpt):
+        # the message is the header, not the caret line under the excerpt
+        return (lines[0] if _MSG_LINE.match(lines[0]) else lines[-1]).strip()
     return lines[0].strip()
 
 
@@ -618,8 +645,10 @@ class _State:
         if did not in self.decisions:
             self.decisions[did] = Decision(id=did, source_step=step, decision=decision, reason=why)
 
-    def _add_dead_end(self, sentence: str, step: str) -> None:
+    def _add_dead_end(self, sentence: str, step: str, reason: str = "") -> None:
         head, why = split_reason(sentence)
+        if reason and not why:
+            head, why = sentence.strip().rstrip("。.；;"), reason
         words = sentence.split()
         pronoun_led = bool(_PRONOUN_RE.match(sentence)) or (
             len(words) < 5 and not C.HAN.search(sentence))
@@ -735,8 +764,8 @@ class _State:
 
     def _prose(self, step: str, prose: str, spans: Sequence[Span], *, author: str) -> None:
         sents = sentences(prose)
-        span_dec = self._span_sentences(spans, "decision")
-        span_dead = self._span_sentences(spans, "failed-approach")
+        span_dec = _whole_zh(self._span_sentences(spans, "decision"), sents)
+        span_dead = _whole_zh(self._span_sentences(spans, "failed-approach"), sents)
         for t in span_dec:
             self._add_decision(t, step)
         for t in span_dead:
@@ -756,7 +785,7 @@ class _State:
             ls = s.lower()
             covered = bool(span_dec or span_dead) and any(s in t or t in s for t in span_dec + span_dead)
             if not covered and dead is not None and dead.search(s, ls):
-                self._add_dead_end(s, step)
+                self._add_dead_end(s, step, _zh_reason_next(s, sents[i + 1] if i + 1 < len(sents) else "", cue))
             elif not covered and dec is not None and dec.search(s, ls):
                 reason = ""
                 if i + 1 < len(sents) and _REASON_NEXT.match(sents[i + 1]):

@@ -290,6 +290,9 @@ def _words(text: str) -> str:
 
 
 def _open_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
+    from .sections import step_text  # the derived steps' wording, in the rendering's language
+
+    lang = "zh" if L is _LABELS["zh"] else "en"
     open_rows: list[tuple[str, str]] = []
     for q in anchor.open_questions:
         if q.status == "open":
@@ -299,7 +302,7 @@ def _open_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
             open_rows.append((it.id, f"- {L['assumption']}{_step(it.source_step)}{L['sep']}{it.text}"))
     for n in anchor.next_steps:
         if n.status == "pending":
-            open_rows.append((n.id, f"- {L['next']}{_step(n.source_step)}{L['sep']}{n.text}"))
+            open_rows.append((n.id, f"- {L['next']}{_step(n.source_step)}{L['sep']}{step_text(n.text, lang)}"))
     submitted = anchor.cursor.run is not None and anchor.cursor.run.status == "submitted"
     for f in anchor.files_touched:
         if f.unfinished and not submitted:  # (after a submission nothing is open: the file says it)
@@ -310,7 +313,7 @@ def _open_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
         {_words(q.text) for q in anchor.open_questions if q.status == "open"}
     hint = _words(anchor.next_action_hint.rstrip("…").rstrip()) if anchor.next_action_hint else ""
     if anchor.next_action_hint and not any(t.startswith(hint) for t in shown_steps):
-        open_rows.append(("", f"- {L['hint']}{L['sep']}{anchor.next_action_hint}"))
+        open_rows.append(("", f"- {L['hint']}{L['sep']}{step_text(anchor.next_action_hint, lang)}"))
     return _section("open", L["open"], open_rows, L)
 
 

@@ -395,6 +395,10 @@ def error_of(text: str) -> tuple[str, str]:
             if s and not ln.startswith((" ", "\t")) and _EXC_LINE.match(s):
                 return s[:300], loc
         return "", ""
+    if "\u25cf " in text:
+        jest = _jest_failure(lines)
+        if jest[0]:
+            return jest
     for ln in lines:
         s = ln.strip()
         if not s or chrome_line(s):
@@ -406,6 +410,28 @@ def error_of(text: str) -> tuple[str, str]:
                 loc = f"{m.group(1)}:{m.group(2)}"
             return s[:300], loc
     return "", ""
+
+
+def _jest_failure(lines: list[str]) -> tuple[str, str]:
+    """Jest's first failing test (``● suite › test``): the exception it raised, else the test's
+    own line; located at its first ``at ... (file:line:col)`` frame. Its summary lines (``Tests:``,
+    ``Time:``) are not the error."""
+    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("\u25cf ")), None)
+    if start is None:
+        return "", ""
+    head = lines[start].strip()
+    error = loc = ""
+    for ln in lines[start + 1:start + 40]:
+        s = ln.strip()
+        if s.startswith("\u25cf "):
+            break
+        if not error and _EXC_LINE.match(s):
+            error = s
+        if not loc and s.startswith("at "):
+            m = _FILE_LINE.search(s)
+            if m:
+                loc = f"{m.group(1)}:{m.group(2)}"
+    return (error or head)[:300], loc
 
 
 def signature(error: str) -> str:

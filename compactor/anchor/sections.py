@@ -92,6 +92,37 @@ def status_line(run: RunModel, lang: str = "en") -> str:
     return f"{head}{sep}" + "; ".join(parts)
 
 
+# The next steps the anchor derives from the run (not the agent's own words) are written in
+# English in the model; the Chinese rendering says them in Chinese. Each pattern is one template
+# of this module or of build.py, its parts (steps, commands, error lines) kept verbatim.
+_STEP_ZH = (
+    (lazy_regex(r"^resolve the live failure: (.*?)(?:; then re-run (`[^`\n]*`))?$", regex.S),
+     lambda m: f"解决当前失败：{m.group(1)}" + (f"；然后重新运行 {m.group(2)}" if m.group(2) else "")),
+    (lazy_regex(r"^check the change of (\S+): re-run (`.*?`) \(it failed at (\S+) with (`.*`)\)$", regex.S),
+     lambda m: f"检查 {m.group(1)} 的改动：重新运行 {m.group(2)}（它在 {m.group(3)} 失败：{m.group(4)}）"),
+    (lazy_regex(r"^verify the change of (\S+): run (.*) again \(no passing run since\)$", regex.S),
+     lambda m: f"验证 {m.group(1)} 的改动：再运行一次 {m.group(2)}（此后没有通过的运行）"),
+    (lazy_regex(r"^carry out the stated plan: (.*)$", regex.S), lambda m: f"执行已说明的计划：{m.group(1)}"),
+    (lazy_regex(r"^the run stopped at its step or cost limit \((\S+)\); continue from where it stopped$"),
+     lambda m: f"运行在 {m.group(1)} 因步数或费用上限停止；从停下的地方继续"),
+    (lazy_regex(r"^the run stopped on an API or harness error \((\S+)\)(?:: retry (`.*`))?$", regex.S),
+     lambda m: f"运行在 {m.group(1)} 因 API 或运行环境错误停止" + (f"：重试 {m.group(2)}" if m.group(2) else "")),
+    (lazy_regex(r"^answer the pending requests?: (.*)$", regex.S), lambda m: f"答复待处理的需求：{m.group(1)}"),
+)
+
+
+def step_text(text: str, lang: str = "en") -> str:
+    """A next step as the rendering in ``lang`` shows it: a derived step in that language, the
+    agent's own words as they were written."""
+    if lang != "zh" or not text[:1].islower():
+        return text
+    for pat, say in _STEP_ZH:
+        m = pat.match(text)
+        if m:
+            return say(m)
+    return text
+
+
 def live_failure(run: RunModel) -> ErrorLife | None:
     """The newest error that is neither resolved nor stale."""
     live = [e for e in run.errors if e.state == "live"]

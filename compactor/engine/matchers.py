@@ -1254,7 +1254,9 @@ class LiteralRule(CompiledRule):
                 else:
                     a, b = _sentence(line, m.start(), m.end())
                 seen_until = b
-                if base + a <= last_end:
+                # a sentence that starts where the last one ended is a new sentence (Chinese
+                # punctuation is not followed by a space): only one that starts inside it is not
+                if base + a < last_end:
                     continue
                 sentence = line[a:b].lower()
                 if self.require and not any(r in sentence for r in self.require):
