@@ -1417,7 +1417,7 @@ class _State:
         return Anchor(**fields, changes_made=net, next_steps=next_steps, cursor=cursor,
                       status=self._kept("status", (rev, run.status, run.status_step, run.status_note),
                                         lambda: S.status_line(run)),
-                      live_failure=self._kept("live", (rev,), lambda: S.live_failure_line(run)),
+                      live_failure=self._kept("live", (run.errors,), lambda: S.live_failure_line(run)),
                       objective_state=_objective_text(self._objective_parts(view), self.steps_seen),
                       next_action_hint=next_action_hint(view))
 
@@ -1432,7 +1432,8 @@ class _State:
         return ({
             "failed_attempts": kept("run_failed", (rev, raw["failed_attempts"], net),
                                     lambda: S.failed_approaches(raw["failed_attempts"], run, net, memo, idx)),
-            "key_evidence": kept("run_evidence", (rev, raw["key_evidence"]),
+            # (evidence reads the run's errors only: kept while they are the same)
+            "key_evidence": kept("run_evidence", (run.calls > 0, run.errors, raw["key_evidence"]),
                                  lambda: S.evidence(raw["key_evidence"], run, memo)),
             "dead_ends": raw["dead_ends"],
             "facts_learned": facts,

@@ -413,7 +413,7 @@ def _test_counts(text: str) -> tuple[int | None, int | None]:
     if m:
         return int(m.group(2)), int(m.group(3))
     passed = failed = None
-    for m in _PYTEST_SUMMARY.finditer(tail):
+    for m in _summaries(tail):
         line = m.group(0)
         p = _PASSED_N.search(line)
         f = _FAILED_N.findall(line)
@@ -431,6 +431,36 @@ def _test_counts(text: str) -> tuple[int | None, int | None]:
             bad = int(end.group(2) or 0) + int(end.group(3) or 0)
             return int(m.group(1)) - bad, bad
     return None, None
+
+
+# a line that can only lie before the last line of a pytest summary match: '=', whitespace,
+# digits, commas and the letters of "failed" and "passed" (what the pattern takes before its last line)
+_NOT_FILLER = lazy_regex(r"[^\s=,\dfailedps]")
+
+
+def _summaries(tail: str):
+    """``_PYTEST_SUMMARY.finditer(tail)``, tried only at the line starts where it can match.
+
+    The pattern starts at a line start and ends on a line holding "in "; the lines it crosses
+    before that hold nothing but what ``=*\\s*(?:(\\d+) failed)?(?:,?\\s*(\\d+) passed)?`` takes. Tried
+    at every line (finditer), its ambiguous runs of whitespace cost milliseconds on a long test
+    output; these are the same matches (each from the first line start at or after the previous
+    match's end where it matches)."""
+    lines = tail.split("\n")
+    possible = [False] * len(lines)
+    after = False  # a match can start at the next line
+    for k in range(len(lines) - 1, -1, -1):
+        ln = lines[k]
+        after = possible[k] = "in " in ln or after and not _NOT_FILLER.search(ln)
+    match = _PYTEST_SUMMARY.match
+    start = end = 0
+    for k, ln in enumerate(lines):
+        if possible[k] and start >= end:
+            m = match(tail, start)
+            if m is not None:
+                yield m
+                end = m.end()
+        start += len(ln) + 1
 
 
 def _rejected_edit(text: str) -> bool:
@@ -913,10 +943,11 @@ def _dist_key(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
-def _install_targets(command: str) -> tuple[set[str], bool]:
+@lru_cache(maxsize=256)
+def _install_targets(command: str) -> tuple[frozenset[str], bool]:
     """The packages an install command names (version specifiers and extras cut off), and whether
     it also installs something it does not name (a requirements file, a path, the project itself,
-    or no argument at all)."""
+    or no argument at all). (Asked once per live error the install may have fixed: kept.)"""
     words = command.split("\n", 1)[0].split()
     named: set[str] = set()
     unnamed = False
@@ -936,4 +967,4 @@ def _install_targets(command: str) -> tuple[set[str], bool]:
         name = regex.split(r"[<>=!~\[;@ ]", w, maxsplit=1)[0]
         if name and regex.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             named.add(_dist_key(name))
-    return named, unnamed or not named
+    return frozenset(named), unnamed or not named

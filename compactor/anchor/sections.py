@@ -239,9 +239,15 @@ _NOT_ERROR_LINE = lazy_regex(
 
 
 def _chrome_evidence(e: Evidence) -> bool:
-    if e.family not in ("error", "test-failure", "exit-code") or "\n" in e.text.strip("\n"):
+    return e.family in ("error", "test-failure", "exit-code") and _chrome_error_line(e.text)
+
+
+@lru_cache(maxsize=4096)
+def _chrome_error_line(text: str) -> bool:
+    # (every item is checked again whenever the run moves on: the verdict on its text is kept)
+    if "\n" in text.strip("\n"):
         return False
-    return bool(_NOT_ERROR_LINE.search(e.text) or CHROME_FACT.match(e.text.strip()))
+    return bool(_NOT_ERROR_LINE.search(text) or CHROME_FACT.match(text.strip()))
 
 
 def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None) -> list[Evidence]:
