@@ -1386,7 +1386,7 @@ class _State:
                                        "decisions_made", "open_questions", "user_constraints")}
         rev = self.run.rev  # (the run's steps, files, errors and families are unchanged while it is)
         net0 = _net_changes(draft)
-        idx = self._kept("run_index", (rev,), lambda: S.index(run))
+        idx = self._kept("run_index", (rev,), self.run.index)
         net = self._kept("run_changes", (rev, net0), lambda: S.changes(net0, run, self._memo, idx, self.run))
         derived_view = self._run_sections(run, raw, net, next_steps, files, idx)
         fields.update(derived_view[0])
@@ -1407,7 +1407,7 @@ class _State:
             user_messages=self.user_messages, current_request=self.current_request,
             error_keys={k: list(v) for k, v in self.error_keys.items()}, finished=self.finished,
             answered=self.answered, derived_ids=derived, collapsed_changes=collapsed, raw_next_steps=raw_steps,
-            run=run, **{name: (raw[field] if raw[field] != fields[field] else [])
+            run=run, **{name: (raw[field] if raw[field] is not fields[field] and raw[field] != fields[field] else [])
                         for name, field in (("raw_failed", "failed_attempts"), ("raw_evidence", "key_evidence"),
                                             ("raw_dead", "dead_ends"), ("raw_facts", "facts_learned"),
                                             ("raw_decisions", "decisions_made"), ("raw_questions", "open_questions"),
@@ -1442,8 +1442,9 @@ class _State:
             "open_questions": kept("run_questions", (raw["open_questions"],),
                                    lambda: S.open_questions(raw["open_questions"])),
             "user_constraints": raw["user_constraints"],
-        }, kept("run_next", (rev, run.status, run.status_step, run.plan, run.plan_step, run.plan_acted, next_steps),
-                lambda: S.next_steps(next_steps, run, files)))
+        }, kept("run_next", (run.status, run.status_step, run.calls > 0, run.errors, run.plan, run.plan_step,
+                             run.plan_acted, run.steps[-1:] if run.status == "stopped-error" else None, next_steps),
+                lambda: S.next_steps(next_steps, run, files)))  # (all that next_steps reads of the run)
 
     def _objective_parts(self, view: SimpleNamespace) -> tuple[list[str], list[str], list[str]]:
         """``_objective_parts`` of the anchor being frozen (kept while all it reads is equal)."""

@@ -328,7 +328,9 @@ def _benign_exit(st: RunStep, code: int | None, text: str) -> bool:
 def step_action(call: ToolCall | None, tool_name: str | None, command: str, writes: list[str]) -> str:
     """The action of one tool call: edit, run, test, read, search, install or submit."""
     name = (tool_name or (call.name if call is not None else "") or "").lower()
-    if name in _FINISH_TOOLS or _SUBMIT_CMD.search(command or ""):
+    # (each of the submit patterns holds one of these words: a long command is searched only then)
+    cmd = command or ""
+    if name in _FINISH_TOOLS or ("submit" in cmd or "_FINAL_OUTPUT" in cmd) and _SUBMIT_CMD.search(cmd):
         return "submit"
     kind = call.kind.value if call is not None else "other"
     if kind == "shell" or (kind == "other" and command and not writes):
@@ -446,21 +448,28 @@ def _summaries(tail: str):
     at every line (finditer), its ambiguous runs of whitespace cost milliseconds on a long test
     output; these are the same matches (each from the first line start at or after the previous
     match's end where it matches)."""
-    lines = tail.split("\n")
-    possible = [False] * len(lines)
-    after = False  # a match can start at the next line
-    for k in range(len(lines) - 1, -1, -1):
-        ln = lines[k]
-        after = possible[k] = "in " in ln or after and not _NOT_FILLER.search(ln)
     match = _PYTEST_SUMMARY.match
-    start = end = 0
-    for k, ln in enumerate(lines):
-        if possible[k] and start >= end:
-            m = match(tail, start)
-            if m is not None:
-                yield m
-                end = m.end()
-        start += len(ln) + 1
+    end = 0  # where the last match ended
+    i = tail.find("in ")
+    while i >= 0:
+        line = tail.rfind("\n", 0, i) + 1
+        # the line holding "in ", and the lines above it that the pattern can cross to reach it
+        starts = [line]
+        while starts[-1] > end:
+            above = tail.rfind("\n", 0, starts[-1] - 1) + 1
+            if _NOT_FILLER.search(tail, above, starts[-1] - 1):
+                break
+            starts.append(above)
+        for start in reversed(starts):
+            if start >= end:
+                m = match(tail, start)
+                if m is not None:
+                    yield m
+                    end = m.end()
+        nl = tail.find("\n", i)
+        if nl < 0:
+            break
+        i = tail.find("in ", nl + 1)
 
 
 def _rejected_edit(text: str) -> bool:
@@ -505,6 +514,10 @@ class RunFold:
         self.stamp_file: dict[str, int] = {}
         self.fam_rev = 0
         self._frozen: RunModel | None = m
+        # the recent steps by step id, in the order of ``steps`` (kept as the steps change: see index)
+        self._by_step: dict[str, list[RunStep]] = {}
+        for st in self.steps:
+            self._by_step.setdefault(st.step, []).append(st)
 
     def model(self) -> RunModel:
         if self._pending_msg is not None:
@@ -522,6 +535,11 @@ class RunFold:
                 plan=self.plan, plan_step=self.plan_step, plan_acted=self.plan_acted,
                 harness_rules=list(self.harness_rules), seq=self.seq, open_file=self.open_file)
         return self._frozen
+
+    def index(self) -> tuple[dict, dict, dict]:
+        """:func:`compactor.anchor.sections.index` of :meth:`model`: the fold's own dicts, which
+        hold the same lives and steps. Valid until the next call or result (read, never changed)."""
+        return self.files, self.families, self._by_step
 
     # ------------------------------------------------------------------ feeding
     def feed(self, seg: Segment, text: str | None = None) -> None:
@@ -655,10 +673,16 @@ class RunFold:
         st = RunStep(step=seg.step_id, action=action, target=target, family=family, call_id=seg.call_id or "",
                      files=tuple(writes))
         self.steps.append(st)
+        self._by_step.setdefault(st.step, []).append(st)
         self.stamp_step[st.step] = self.rev
         if len(self.steps) > _MAX_STEPS:
-            self.stamp_step[self.steps[0].step] = self.rev  # what read it reads its absence now
+            old = self.steps[0].step
+            self.stamp_step[old] = self.rev  # what read it reads its absence now
             del self.steps[0]
+            same = self._by_step[old]
+            del same[0]  # (the oldest step of that id is the one dropped)
+            if not same:
+                del self._by_step[old]
         self.calls += 1
         # a call carries the work on: an earlier plan is not "the last plan not carried out"
         self.plan, self.plan_step, self.plan_acted = "", "", True
@@ -777,7 +801,9 @@ class RunFold:
         st = st.model_copy(update={"done": True, "ok": ok, "exit_code": code, "error": error,
                                    "signature": signature(error) if error else "", "location": loc,
                                    "passed": passed, "failed": failed})
-        self.steps[i] = st
+        prev, self.steps[i] = self.steps[i], st
+        same = self._by_step[st.step]
+        same[next(j for j, x in enumerate(same) if x is prev)] = st
         self.stamp_step[st.step] = self.rev
         self._family(st)
         if st.action == "test":
