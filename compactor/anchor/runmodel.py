@@ -506,7 +506,6 @@ class RunFold:
         self.open_file = m.open_file
         self.effects: tuple | None = None  # (segment id, open file, CallEffects) of the last call
         self.rev = 0  # bumped by every call and result: what the derived sections read changed
-        self._lists: tuple | None = None  # (rev, the model's lists at that rev)
         self._pending_msg: tuple[str, str] | None = None  # (step, tail) of an assistant message not read yet
         # the rev at which each step, file and (any) family last changed: what a derived item read
         # is unchanged while these are not newer than when it was derived (sections.changes)
@@ -523,17 +522,13 @@ class RunFold:
         if self._pending_msg is not None:
             self._settle()
         if self._frozen is None:
-            lists = self._lists
-            if lists is None or lists[0] != self.rev:  # (a message changes none of them)
-                lists = self._lists = (self.rev, list(self.steps), list(self.files.values()),
-                                       list(self.errors.values()), list(self.tests.values()),
-                                       list(self.families.values()))
+            # (a record copies the lists it is given: the fold's own containers are not shared)
             self._frozen = RunModel(
-                steps=lists[1], calls=self.calls, files=lists[2], errors=lists[3], tests=lists[4],
-                families=lists[5], status=self.status, status_step=self.status_step,
-                status_note=self.status_note, last_change_step=self.last_change_step, last_step=self.last_step,
-                plan=self.plan, plan_step=self.plan_step, plan_acted=self.plan_acted,
-                harness_rules=list(self.harness_rules), seq=self.seq, open_file=self.open_file)
+                steps=self.steps, calls=self.calls, files=self.files.values(), errors=self.errors.values(),
+                tests=self.tests.values(), families=self.families.values(), status=self.status,
+                status_step=self.status_step, status_note=self.status_note, last_change_step=self.last_change_step,
+                last_step=self.last_step, plan=self.plan, plan_step=self.plan_step, plan_acted=self.plan_acted,
+                harness_rules=self.harness_rules, seq=self.seq, open_file=self.open_file)
         return self._frozen
 
     def index(self) -> tuple[dict, dict, dict]:
