@@ -1455,7 +1455,7 @@ class _State:
                                        "decisions_made", "open_questions", "user_constraints")}
         rev = self.run.rev  # (the run's steps, files, errors and families are unchanged while it is)
         net0 = _net_changes(draft)
-        idx = self._kept("run_index", (rev,), lambda: S.index(run))
+        idx = self._kept("run_index", (rev,), self.run.index)
         net = self._kept("run_changes", (rev, net0), lambda: S.changes(net0, run, self._memo, idx, self.run))
         derived_view = self._run_sections(run, raw, net, next_steps, files, idx)
         fields.update(derived_view[0])
@@ -1476,7 +1476,7 @@ class _State:
             user_messages=self.user_messages, current_request=self.current_request,
             error_keys={k: list(v) for k, v in self.error_keys.items()}, finished=self.finished,
             answered=self.answered, derived_ids=derived, collapsed_changes=collapsed, raw_next_steps=raw_steps,
-            run=run, **{name: (raw[field] if raw[field] != fields[field] else [])
+            run=run, **{name: (raw[field] if raw[field] is not fields[field] and raw[field] != fields[field] else [])
                         for name, field in (("raw_failed", "failed_attempts"), ("raw_evidence", "key_evidence"),
                                             ("raw_dead", "dead_ends"), ("raw_facts", "facts_learned"),
                                             ("raw_decisions", "decisions_made"), ("raw_questions", "open_questions"),
@@ -1486,7 +1486,7 @@ class _State:
         return Anchor(**fields, changes_made=net, next_steps=next_steps, cursor=cursor,
                       status=self._kept("status", (rev, run.status, run.status_step, run.status_note),
                                         lambda: S.status_line(run)),
-                      live_failure=self._kept("live", (rev,), lambda: S.live_failure_line(run)),
+                      live_failure=self._kept("live", (run.errors,), lambda: S.live_failure_line(run)),
                       objective_state=_objective_text(self._objective_parts(view), self.steps_seen),
                       next_action_hint=next_action_hint(view))
 
@@ -1495,14 +1495,16 @@ class _State:
         """The sections the run model decides, from the extracted lists (each kept while what it
         reads is the same: the run's calls and results, or the list it filters)."""
         rev, kept, memo = self.run.rev, self._kept, self._memo
+        searched = S.searched_steps(run) if run.calls else frozenset()
         facts = raw["facts_learned"]
         if not isinstance(self.facts, FactLedger):
             facts = kept("run_facts", (facts,), lambda: S.facts(facts))
         return ({
             "failed_attempts": kept("run_failed", (rev, raw["failed_attempts"], net),
                                     lambda: S.failed_approaches(raw["failed_attempts"], run, net, memo, idx)),
-            "key_evidence": kept("run_evidence", (rev, raw["key_evidence"]),
-                                 lambda: S.evidence(raw["key_evidence"], run, memo)),
+            # (evidence reads the run's errors and which steps only searched: kept while they are the same)
+            "key_evidence": kept("run_evidence", (run.calls > 0, run.errors, searched, raw["key_evidence"]),
+                                 lambda: S.evidence(raw["key_evidence"], run, memo, searched)),
             "dead_ends": raw["dead_ends"],
             "facts_learned": facts,
             "decisions_made": kept("run_decisions", (raw["decisions_made"],),
@@ -1511,8 +1513,9 @@ class _State:
                                    lambda: S.open_questions(raw["open_questions"])),
             "user_constraints": kept("run_constraints", (raw["user_constraints"],),
                                      lambda: S.constraints(raw["user_constraints"])),
-        }, kept("run_next", (rev, run.status, run.status_step, run.plan, run.plan_step, run.plan_acted, next_steps),
-                lambda: S.next_steps(next_steps, run, files)))
+        }, kept("run_next", (run.status, run.status_step, run.calls > 0, run.errors, run.plan, run.plan_step,
+                             run.plan_acted, run.steps[-1:] if run.status == "stopped-error" else None, next_steps),
+                lambda: S.next_steps(next_steps, run, files)))  # (all that next_steps reads of the run)
 
     def _objective_parts(self, view: SimpleNamespace) -> tuple[list[str], list[str], list[str]]:
         """``_objective_parts`` of the anchor being frozen (kept while all it reads is equal)."""

@@ -333,7 +333,9 @@ def _benign_exit(st: RunStep, code: int | None, text: str) -> bool:
 def step_action(call: ToolCall | None, tool_name: str | None, command: str, writes: list[str]) -> str:
     """The action of one tool call: edit, run, test, read, search, install or submit."""
     name = (tool_name or (call.name if call is not None else "") or "").lower()
-    if name in _FINISH_TOOLS or _SUBMIT_CMD.search(command or ""):
+    # (each of the submit patterns holds one of these words: a long command is searched only then)
+    cmd = command or ""
+    if name in _FINISH_TOOLS or ("submit" in cmd or "_FINAL_OUTPUT" in cmd) and _SUBMIT_CMD.search(cmd):
         return "submit"
     kind = call.kind.value if call is not None else "other"
     if kind == "shell" or (kind == "other" and command and not writes):
@@ -444,7 +446,7 @@ def _test_counts(text: str) -> tuple[int | None, int | None]:
     if m:
         return int(m.group(2)), int(m.group(3))
     passed = failed = None
-    for m in _PYTEST_SUMMARY.finditer(tail):
+    for m in _summaries(tail):
         line = m.group(0)
         p = _PASSED_N.search(line)
         f = _FAILED_N.findall(line)
@@ -462,6 +464,43 @@ def _test_counts(text: str) -> tuple[int | None, int | None]:
             bad = int(end.group(2) or 0) + int(end.group(3) or 0)
             return int(m.group(1)) - bad, bad
     return None, None
+
+
+# a line that can only lie before the last line of a pytest summary match: '=', whitespace,
+# digits, commas and the letters of "failed" and "passed" (what the pattern takes before its last line)
+_NOT_FILLER = lazy_regex(r"[^\s=,\dfailedps]")
+
+
+def _summaries(tail: str):
+    """``_PYTEST_SUMMARY.finditer(tail)``, tried only at the line starts where it can match.
+
+    The pattern starts at a line start and ends on a line holding "in "; the lines it crosses
+    before that hold nothing but what ``=*\\s*(?:(\\d+) failed)?(?:,?\\s*(\\d+) passed)?`` takes. Tried
+    at every line (finditer), its ambiguous runs of whitespace cost milliseconds on a long test
+    output; these are the same matches (each from the first line start at or after the previous
+    match's end where it matches)."""
+    match = _PYTEST_SUMMARY.match
+    end = 0  # where the last match ended
+    i = tail.find("in ")
+    while i >= 0:
+        line = tail.rfind("\n", 0, i) + 1
+        # the line holding "in ", and the lines above it that the pattern can cross to reach it
+        starts = [line]
+        while starts[-1] > end:
+            above = tail.rfind("\n", 0, starts[-1] - 1) + 1
+            if _NOT_FILLER.search(tail, above, starts[-1] - 1):
+                break
+            starts.append(above)
+        for start in reversed(starts):
+            if start >= end:
+                m = match(tail, start)
+                if m is not None:
+                    yield m
+                    end = m.end()
+        nl = tail.find("\n", i)
+        if nl < 0:
+            break
+        i = tail.find("in ", nl + 1)
 
 
 def _rejected_edit(text: str) -> bool:
@@ -498,7 +537,6 @@ class RunFold:
         self.open_file = m.open_file
         self.effects: tuple | None = None  # (segment id, open file, CallEffects) of the last call
         self.rev = 0  # bumped by every call and result: what the derived sections read changed
-        self._lists: tuple | None = None  # (rev, the model's lists at that rev)
         self._pending_msg: tuple[str, str] | None = None  # (step, tail) of an assistant message not read yet
         # the rev at which each step, file and (any) family last changed: what a derived item read
         # is unchanged while these are not newer than when it was derived (sections.changes)
@@ -506,23 +544,28 @@ class RunFold:
         self.stamp_file: dict[str, int] = {}
         self.fam_rev = 0
         self._frozen: RunModel | None = m
+        # the recent steps by step id, in the order of ``steps`` (kept as the steps change: see index)
+        self._by_step: dict[str, list[RunStep]] = {}
+        for st in self.steps:
+            self._by_step.setdefault(st.step, []).append(st)
 
     def model(self) -> RunModel:
         if self._pending_msg is not None:
             self._settle()
         if self._frozen is None:
-            lists = self._lists
-            if lists is None or lists[0] != self.rev:  # (a message changes none of them)
-                lists = self._lists = (self.rev, list(self.steps), list(self.files.values()),
-                                       list(self.errors.values()), list(self.tests.values()),
-                                       list(self.families.values()))
+            # (a record copies the lists it is given: the fold's own containers are not shared)
             self._frozen = RunModel(
-                steps=lists[1], calls=self.calls, files=lists[2], errors=lists[3], tests=lists[4],
-                families=lists[5], status=self.status, status_step=self.status_step,
-                status_note=self.status_note, last_change_step=self.last_change_step, last_step=self.last_step,
-                plan=self.plan, plan_step=self.plan_step, plan_acted=self.plan_acted,
-                harness_rules=list(self.harness_rules), seq=self.seq, open_file=self.open_file)
+                steps=self.steps, calls=self.calls, files=self.files.values(), errors=self.errors.values(),
+                tests=self.tests.values(), families=self.families.values(), status=self.status,
+                status_step=self.status_step, status_note=self.status_note, last_change_step=self.last_change_step,
+                last_step=self.last_step, plan=self.plan, plan_step=self.plan_step, plan_acted=self.plan_acted,
+                harness_rules=self.harness_rules, seq=self.seq, open_file=self.open_file)
         return self._frozen
+
+    def index(self) -> tuple[dict, dict, dict]:
+        """:func:`compactor.anchor.sections.index` of :meth:`model`: the fold's own dicts, which
+        hold the same lives and steps. Valid until the next call or result (read, never changed)."""
+        return self.files, self.families, self._by_step
 
     # ------------------------------------------------------------------ feeding
     def feed(self, seg: Segment, text: str | None = None) -> None:
@@ -660,10 +703,16 @@ class RunFold:
         st = RunStep(step=seg.step_id, action=action, target=target, family=family, call_id=seg.call_id or "",
                      files=tuple(writes))
         self.steps.append(st)
+        self._by_step.setdefault(st.step, []).append(st)
         self.stamp_step[st.step] = self.rev
         if len(self.steps) > _MAX_STEPS:
-            self.stamp_step[self.steps[0].step] = self.rev  # what read it reads its absence now
+            old = self.steps[0].step
+            self.stamp_step[old] = self.rev  # what read it reads its absence now
             del self.steps[0]
+            same = self._by_step[old]
+            del same[0]  # (the oldest step of that id is the one dropped)
+            if not same:
+                del self._by_step[old]
         self.calls += 1
         # a call carries the work on: an earlier plan is not "the last plan not carried out"
         self.plan, self.plan_step, self.plan_acted = "", "", True
@@ -787,7 +836,9 @@ class RunFold:
         st = st.model_copy(update={"done": True, "ok": ok, "exit_code": code, "error": error,
                                    "signature": signature(error) if error else "", "location": loc,
                                    "passed": passed, "failed": failed})
-        self.steps[i] = st
+        prev, self.steps[i] = self.steps[i], st
+        same = self._by_step[st.step]
+        same[next(j for j, x in enumerate(same) if x is prev)] = st
         self.stamp_step[st.step] = self.rev
         self._family(st)
         if st.action == "test":
@@ -953,10 +1004,11 @@ def _dist_key(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
-def _install_targets(command: str) -> tuple[set[str], bool]:
+@lru_cache(maxsize=256)
+def _install_targets(command: str) -> tuple[frozenset[str], bool]:
     """The packages an install command names (version specifiers and extras cut off), and whether
     it also installs something it does not name (a requirements file, a path, the project itself,
-    or no argument at all)."""
+    or no argument at all). (Asked once per live error the install may have fixed: kept.)"""
     words = command.split("\n", 1)[0].split()
     named: set[str] = set()
     unnamed = False
@@ -976,4 +1028,4 @@ def _install_targets(command: str) -> tuple[set[str], bool]:
         name = regex.split(r"[<>=!~\[;@ ]", w, maxsplit=1)[0]
         if name and regex.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             named.add(_dist_key(name))
-    return named, unnamed or not named
+    return frozenset(named), unnamed or not named

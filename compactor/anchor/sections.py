@@ -19,7 +19,7 @@ from ._text import item_id
 from .cues import CHROME_FACT, TOOL_CHROME, label_sentence
 from .runmodel import HOOK_BLOCK, chrome_line, command_family, is_check
 
-__all__ = ["PRIORITY", "changes", "constraints", "decisions", "evidence", "failed_approaches", "facts",
+__all__ = ["PRIORITY", "changes", "constraints", "decisions", "evidence", "failed_approaches", "facts", "searched_steps",
            "live_failure", "live_failure_line", "next_steps", "open_questions", "status_line"]
 
 # the sections in the order they are kept under a size bound (the rest: intent, open questions,
@@ -48,6 +48,7 @@ _WORDS = {
 _SEP = {"en": ": ", "zh": "："}
 
 
+@lru_cache(maxsize=4096)
 def _num(step: str) -> int:
     digits = "".join(ch for ch in step if ch.isdigit())
     return int(digits) if digits else 0
@@ -62,7 +63,7 @@ def _evidence_step(run: RunModel) -> RunStep | None:
     """The last passing check (a test or a run) after the last change."""
     last_change = _num(run.last_change_step)
     for st in reversed(run.steps):
-        if st.done and st.ok and is_check(st) and _num(st.step) >= last_change:
+        if st.done and st.ok and _num(st.step) >= last_change and is_check(st):
             return st
     return None
 
@@ -130,6 +131,7 @@ def live_failure(run: RunModel) -> ErrorLife | None:
 
 
 def live_failure_line(run: RunModel, lang: str = "en") -> str:
+    """The live failure in one line, or "none" (reads ``run.errors`` only)."""
     W = _WORDS["zh" if lang == "zh" else "en"]
     e = live_failure(run)
     if e is None:
@@ -169,26 +171,30 @@ def changes(items: list[ChangeMade], run: RunModel, memo: dict | None = None,
         return items
     files, fams, by_step = idx if idx is not None else index(run)
     out = []
-    for c in items:
-        if fold is not None and memo is not None:
-            # (a fold's stamps: the item is derived again only when a step, file or family it
-            # reads changed since)
-            held = memo.get(("chs", c.id))
+    if fold is not None and memo is not None:
+        # (a fold's stamps: the item is derived again only when a step, file or family it reads
+        # changed since)
+        held_of, sf, ss, fam_rev, rev = memo.get, fold.stamp_file, fold.stamp_step, fold.fam_rev, fold.rev
+        for c in items:
+            held = held_of(("chs", c.id))
             if held is not None and held[0] is c:
-                if c.files:
-                    sf = fold.stamp_file
-                    newest = max(sf.get(p, 0) for p in c.files)
+                cf = c.files
+                if not cf:
+                    newest = fam_rev
+                elif len(cf) == 1:
+                    newest = sf.get(cf[0], 0)
                 else:
-                    newest = fold.fam_rev
-                if max(newest, fold.stamp_step.get(c.source_step, 0)) <= held[1]:
+                    newest = max(sf.get(p, 0) for p in cf)
+                if newest <= held[1] and ss.get(c.source_step, 0) <= held[1]:
                     if held[2] is not None:
                         out.append(held[2])
                     continue
             got = _change(c, files, by_step, fams)
-            memo[("chs", c.id)] = (c, fold.rev, got)
+            memo[("chs", c.id)] = (c, rev, got)
             if got is not None:
                 out.append(got)
-            continue
+        return out
+    for c in items:
         steps = tuple(by_step.get(c.source_step, ()))
         key = (("ch", c.id), c, tuple(files.get(p) for p in c.files), steps,
                tuple(fams.get(st.family) for st in steps))
@@ -279,17 +285,24 @@ _NOT_ERROR_LINE = lazy_regex(
 
 
 def _chrome_evidence(e: Evidence, searched: frozenset[str] = frozenset()) -> bool:
-    if e.family not in ("error", "test-failure", "exit-code", "verification") or "\n" in e.text.strip("\n"):
+    if e.family not in ("error", "test-failure", "exit-code", "verification"):
         return False
-    s = e.text.strip()
     if e.family == "verification":  # a package manager's "Successfully installed": not a check
-        return chrome_line(s)
+        return "\n" not in e.text.strip("\n") and chrome_line(e.text.strip())
     # a line a search printed is a hit in the code ("1430-   tracing::error!(...)"), not an error of the run
-    return bool(_NOT_ERROR_LINE.search(e.text) or CHROME_FACT.match(s) or TOOL_CHROME.match(s)
-                or e.source_step in searched)
+    return _chrome_error_line(e.text) or ("\n" not in e.text.strip("\n") and e.source_step in searched)
 
 
-def _searched_steps(run: RunModel) -> frozenset[str]:
+@lru_cache(maxsize=4096)
+def _chrome_error_line(text: str) -> bool:
+    # (every item is checked again whenever the run moves on: the verdict on its text is kept)
+    if "\n" in text.strip("\n"):
+        return False
+    s = text.strip()
+    return bool(_NOT_ERROR_LINE.search(text) or CHROME_FACT.match(s) or TOOL_CHROME.match(s))
+
+
+def searched_steps(run: RunModel) -> frozenset[str]:
     """The steps whose every call was a search (grep, find, a search tool)."""
     acts: dict[str, set[str]] = {}
     for st in run.steps:
@@ -297,11 +310,16 @@ def _searched_steps(run: RunModel) -> frozenset[str]:
     return frozenset(k for k, v in acts.items() if v == {"search"})
 
 
-def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None) -> list[Evidence]:
+def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None,
+             searched: frozenset[str] | None = None) -> list[Evidence]:
     """Error evidence takes the state of its error's life: live only while that error is live.
     Chrome is never evidence (a listing's line, a passing test's line, build progress, a search
-    hit, a package manager's success line)."""
-    searched = _searched_steps(run) if run.calls else frozenset()
+    hit, a package manager's success line).
+    (Of ``run`` it reads ``calls``, ``errors`` and the steps that only searched (``searched``, from
+    :func:`searched_steps` when not given): the anchor's fold keeps the result while they and
+    ``items`` are equal.)"""
+    if searched is None:
+        searched = searched_steps(run) if run.calls else frozenset()
     if any(_chrome_evidence(e, searched) for e in items):
         items = [e for e in items if not _chrome_evidence(e, searched)]
     if not run.calls:
@@ -383,7 +401,9 @@ def _chrome_fact(text: str) -> bool:
 
 def next_steps(items: list[NextStep], run: RunModel, files: list[FileTouch]) -> list[NextStep]:
     """From the status, the live failure and the agent's last plan that was not carried out;
-    empty rather than a template. Steps the old state derived from a failure are replaced."""
+    empty rather than a template. Steps the old state derived from a failure are replaced.
+    (The anchor's fold keeps the result while the fields of ``run`` read here are equal: a field
+    read anew joins that key, in ``build._State._run_sections``.)"""
     keep = [n for n in items if not n.text.startswith("resolve the live failure")]
     if run.status in ("finished", "waiting") and run.status_step:
         # the agent's last word came after the request: answering it is a step carried out
