@@ -127,7 +127,8 @@ def _unmemoised_turns(segments, spans, monkeypatch):
             monkeypatch.setattr(S, name, lambda items, run, net, memo=None, idx=None, _o=orig:
                                 _o(items, run, net, None, idx))
         else:
-            monkeypatch.setattr(S, name, lambda items, run, memo=None, _o=orig: _o(items, run, None))
+            monkeypatch.setattr(S, name, lambda items, run, memo=None, searched=None, _o=orig:
+                                _o(items, run, None, searched))
     try:
         return _turns(segments, spans)[0]
     finally:
