@@ -461,8 +461,38 @@ def test_a_utf8_approximation_matches_wherever_its_pattern_does(atoms, caseless,
         if exact.search(line) is None or any(c in line for c in FOLDS_TO_ASCII):
             continue
         got: list = []
-        db.scan(line.encode("utf-8", "surrogatepass"), match_event_handler=lambda *_a: got.append(1))
+        # (scanned as the engine scans every text: with a line break after its last line)
+        db.scan(line.encode("utf-8", "surrogatepass") + b"\n", match_event_handler=lambda *_a: got.append(1))
         assert got, (pattern, caseless, line, expr)
+
+
+@pytest.mark.parametrize("pattern, caseless, text", [
+    ("7[a-f]", True, "A" * 15 + "7A"), ("7[a-f]", True, "A" * 40 + "7A"), ("7[AB]", False, "A" * 15 + "7A"),
+    ("(?:FAIL)+k(?:ok|✗)+7[a-f]", True, "FAILkokokokokok7A")])
+def test_a_match_that_ends_the_text_is_found_by_every_scan(pattern, caseless, text):
+    """Hyperscan misses some expressions that end at the end of the data (``7[A-F][^\\n]*(?:\\n|$)``
+    in fifteen 'A' and '7A'): the engine's scans add the line break, and find the line."""
+    if "hyperscan" not in ENGINES:
+        pytest.skip("hyperscan wheel not available on this platform")
+    import hyperscan
+    import regex
+
+    from compactor.engine.approx import approximate
+    from compactor.engine.classify import _Prefilter
+    from compactor.engine.literals import line_starts, scan_lines
+
+    flags = regex.IGNORECASE if caseless else 0
+    assert regex.search(pattern, text, flags)
+    expr = approximate(pattern, flags)
+    assert expr is not None
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[expr.encode("ascii")], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_PREFILTER])
+    for data in (text, f"ok\n{text}"):
+        out: list[list[int]] = [[]]
+        b = data.encode("ascii")
+        scan_lines(db, b, line_starts(data.split("\n")), out, hyperscan.ScanTerminated)
+        assert out[0] == [data.count("\n")], (pattern, data, expr)
+    assert 0 in _Prefilter([(pattern, flags)]).may(text), (pattern, text)
 
 
 @pytest.mark.parametrize("pattern,flags,line", [

@@ -35,7 +35,10 @@ for; a pattern made only of such alternatives gets the empty approximation (``NO
 
 The approximation is followed by ``[^\\n]*(?:\\n|$)``: hyperscan reports a pattern once per end
 offset, so every match on a line ends at that line's end and the line is reported once, however
-many matches it holds (the cost per line is one callback, not one per match).
+many matches it holds (the cost per line is one callback, not one per match). Every text is
+scanned with a line break after its last line: ending at the end of the data (``$``), such an
+expression is missed by hyperscan 0.9 on some inputs (``7[A-F][^\n]*(?:\n|$)`` finds nothing in
+fifteen ``A`` and ``7A``, and finds it when a ``\n`` follows).
 
 On UTF-8 bytes (``approximate_utf8``) a non-ASCII character is a lead byte and its continuation
 bytes, which split a run of bytes into characters one way only; repeated without bound it is a

@@ -299,6 +299,8 @@ class _Prefilter:
             db, ids, data = self.db8, self.ids8, text.encode("utf-8", "surrogatepass")
         if db is not None and text:
             add = found.add
+            if not data.endswith(b"\n"):  # (the approximations' line end: see approx.LINE_END)
+                data += b"\n"
             db.scan(data, match_event_handler=lambda i, _a, _b, _f, _c: add(ids[i]))
         return found
 

@@ -534,7 +534,7 @@ class LiteralScanner:
                 db = self._single_db()
                 for ln in long_lines:
                     ids: set[int] = set()
-                    db.scan(data[starts[ln]:starts[ln] + len(lines[ln])],
+                    db.scan(data[starts[ln]:starts[ln] + len(lines[ln])] + b"\n",  # (see approx.LINE_END)
                             match_event_handler=lambda i, _a, _b, _f, _c: ids.add(i))
                     for k in ids:
                         out[k].append(ln)
@@ -738,7 +738,10 @@ def scan_lines(db, data: bytes, starts: list[int], out: list[list[int]], termina
         while True:
             base, lo, hi, ln, count = pos, big, -1, -1, 0
             try:
-                db.scan(whole[pos:end], match_event_handler=on_match)
+                # the last line is scanned with a line break after it, as every other line is
+                # (see approx.LINE_END): at the end of the data, hyperscan misses some matches
+                db.scan(whole[pos:end] if end < n or data.endswith(b"\n") else bytes(whole[pos:end]) + b"\n",
+                        match_event_handler=on_match)
                 pos = end
                 break
             except terminated:  # a dense line: skip its rest
