@@ -29,6 +29,7 @@ from typing import Any
 
 import regex
 
+from ..lazyre import lazy_regex
 from ..models import Role, Segment, SegmentKind
 from .registry import register
 from .base import CallIndex, Document, Edits, Probe, command_from_arguments, make_segment, name_of, put_text
@@ -40,8 +41,8 @@ def _is_step(e: Any) -> bool:
     return isinstance(e, dict) and "step_id" in e and "obs" in e and "action" in e
 
 
-_REWRITE_FAILED = regex.compile(r"^Error while rewriting\b|^Rewrite failed\.?\s*$", regex.M)
-_EVAL_FAILED = regex.compile(r"^=+ .*\b\d+ (?:failed|errors?)\b.* =+\s*$|^!+ Interrupted: ", regex.M)
+_REWRITE_FAILED = lazy_regex(r"^Error while rewriting\b|^Rewrite failed\.?\s*$", regex.M)
+_EVAL_FAILED = lazy_regex(r"^=+ .*\b\d+ (?:failed|errors?)\b.* =+\s*$|^!+ Interrupted: ", regex.M)
 
 
 def _failed(tool: str, obs: str) -> bool | None:
