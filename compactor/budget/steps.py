@@ -162,16 +162,21 @@ def fold_more(esc, fit: Fit, budget: int, *, keep_recent: int, batch: int, need:
             return Fit(dropped, cand, 2, total, fit.passes + 1)
     # the anchor shortened to the room left, less the room the evidence needs (a shortened
     # anchor otherwise takes all of it)
-    # (every turn folded already: only the anchor can make room)
+    # (when folding more does not fit, e.g. the recent turns' evidence back-filled by the
+    # self-check, or every turn is folded already: only the anchor can make room)
     reserve = min(fit.reserve + need if fit.level == 3 else need, budget // 2)
-    if not more and reserve <= fit.reserve:
-        return None
-    got = esc.try_fit(dropped, budget, reserve=reserve)
-    if got is None:
-        return None
-    cand, _ = got
-    total = esc.written(dropped, cand[0])
-    return Fit(dropped, cand, 3, total, fit.passes + 1, reserve) if total <= budget else None
+    tries = [dropped] if fit.level != 3 else [dropped, fit.dropped] if more else [fit.dropped]
+    for d in tries:
+        if d is fit.dropped and reserve <= fit.reserve:
+            continue
+        got = esc.try_fit(d, budget, reserve=reserve)
+        if got is None:
+            continue
+        cand, _ = got
+        total = esc.written(d, cand[0])
+        if total <= budget:
+            return Fit(d, cand, 3, total, fit.passes + 1, reserve)
+    return None
 
 
 def longest_prefix(items: list, measure, budget: int) -> tuple[int, dict[int, int]]:
