@@ -436,3 +436,19 @@ def test_a_real_run_at_its_budget_leaves_no_evidence_of_the_folded_turns_behind(
     assert esc.left_behind == [], [(it.label, it.text[:60]) for it in esc.left_behind]
     assert [it for it in esc.filled if it.label == "failed call"]
     assert any(s.startswith("fill:") for s in esc.state.stages)
+
+
+def test_with_every_turn_folded_fold_more_makes_room_by_shortening_the_anchor(tmp_path):
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = long_session(40, (3, 9, 15, 30), listing=60)
+    budget = int(l1_written(comp, msgs) * 0.2)
+    esc, _ = escalation(comp, msgs, budget)
+    dropped = {sid for u in esc.units if not u.pinned for sid in u.ids}
+    got = esc.try_fit(dropped, budget)
+    assert got is not None
+    fit = steps.Fit(dropped, got[0], 3, esc.written(dropped, got[0][0]), 1)
+    more = steps.fold_more(esc, fit, budget, keep_recent=6, batch=1, need=budget // 4)
+    assert more is not None and more.dropped == dropped and more.reserve == budget // 4
+    assert more.total <= budget - budget // 4 < fit.total
+    # nothing more to fold and no more room asked for: nothing to do
+    assert steps.fold_more(esc, more, budget, keep_recent=6, batch=1, need=0) is None
