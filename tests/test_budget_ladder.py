@@ -402,8 +402,8 @@ def test_folded_user_lines_that_may_bind_come_back_whole_and_changes_of_course_a
     comp = Compactor(store=str(tmp_path / "s"))
     msgs = session(12, [4], None)
     msgs.insert(3, {"role": "user", "content": "Two rules for the cleanup:\n"
-                                               "**PRESERVE INTENTIONAL**: Keep items that serve a purpose (APIs, future use).\n"
-                                               "* Main entry point for all modules (scaffolding only).\n"
+                                               "**KEEP PUBLIC**: Keep the exported helpers other packages call.\n"
+                                               "* The CLI module is a thin wrapper (argument parsing only).\n"
                                                "Here is the list from the linter."})
     msgs.insert(6, {"role": "assistant", "content": "The sed command did the wrong thing. Let me use a Python script "
                                                     "instead of sed for the multi-line edit. Now reading the file."})
@@ -413,8 +413,8 @@ def test_folded_user_lines_that_may_bind_come_back_whole_and_changes_of_course_a
     cons = [it.text for it in items if it.label == "folded constraint"]
     dead = [it.text for it in items if it.label == "folded dead end"]
     # verbatim, as the user wrote the line (its bold label, its list marker)
-    assert "- **PRESERVE INTENTIONAL**: Keep items that serve a purpose (APIs, future use)." in cons, cons
-    assert "- * Main entry point for all modules (scaffolding only)." in cons, cons
+    assert "- **KEEP PUBLIC**: Keep the exported helpers other packages call." in cons, cons
+    assert "- * The CLI module is a thin wrapper (argument parsing only)." in cons, cons
     assert not any("Here is the list" in t or "Two rules" in t for t in cons), cons
     assert "- Let me use a Python script instead of sed for the multi-line edit." in dead, dead
     assert not any("Now reading the file" in t or "did the wrong thing" in t for t in dead), dead
