@@ -371,12 +371,17 @@ def test_fold_more_folds_in_one_step_as_many_batches_as_the_room_asked_for_needs
     assert freed - sum(esc.weights[i] for u in last for i in u.ids) < need  # ... and one batch less would not do
 
 
-def test_a_shortened_anchor_leaves_the_room_reserved_for_the_fill(tmp_path):
+def every_turn_folded(tmp_path):
+    """An escalation of the synthetic session at 20% of its Level 1 size, and every free turn."""
     comp = Compactor(store=str(tmp_path / "s"))
     msgs = long_session(40, (3, 9, 15, 30), listing=60)
     budget = int(l1_written(comp, msgs) * 0.2)
     esc, _ = escalation(comp, msgs, budget)
-    dropped = {sid for u in esc.units if not u.pinned for sid in u.ids}
+    return esc, budget, {sid for u in esc.units if not u.pinned for sid in u.ids}
+
+
+def test_a_shortened_anchor_leaves_the_room_reserved_for_the_fill(tmp_path):
+    esc, budget, dropped = every_turn_folded(tmp_path)
     whole = esc.try_fit(dropped, budget)
     part = esc.try_fit(dropped, budget, reserve=budget // 3)
     assert whole is not None and part is not None
@@ -439,11 +444,7 @@ def test_a_real_run_at_its_budget_leaves_no_evidence_of_the_folded_turns_behind(
 
 
 def test_with_every_turn_folded_fold_more_makes_room_by_shortening_the_anchor(tmp_path):
-    comp = Compactor(store=str(tmp_path / "s"))
-    msgs = long_session(40, (3, 9, 15, 30), listing=60)
-    budget = int(l1_written(comp, msgs) * 0.2)
-    esc, _ = escalation(comp, msgs, budget)
-    dropped = {sid for u in esc.units if not u.pinned for sid in u.ids}
+    esc, budget, dropped = every_turn_folded(tmp_path)
     got = esc.try_fit(dropped, budget)
     assert got is not None
     fit = steps.Fit(dropped, got[0], 3, esc.written(dropped, got[0][0]), 1)
