@@ -148,7 +148,8 @@ def run(corpus: Path, points: tuple[tuple[str, float | None], ...] = POINTS,
                     outs[m] = (make(), False)
             for m, (texts, at_floor) in outs.items():
                 tok = baselines.tokens_of(texts, count)
-                rec = evaluate.recall(items, texts)
+                missed: dict[str, list[str]] | None = {} if m == "compactor" else None
+                rec = evaluate.recall(items, texts, missed)
                 a = agg[m][pname]
                 a["tokens"] += tok
                 a["before"] += before
@@ -159,6 +160,8 @@ def run(corpus: Path, points: tuple[tuple[str, float | None], ...] = POINTS,
                     a["rec"][cat][1] += rec[cat][1]
                 frec[f"{m}@{pname}"] = {"tokens": tok, "sent": sent.get(m, tok), "budget": budget, "at_floor": at_floor,
                                         "recall": {k: rec[k] for k in CATS}}
+                if missed:
+                    frec[f"{m}@{pname}"]["missed"] = {k: v for k, v in missed.items() if k in CATS}
                 if m == "compactor" and budget is not None and l1_sent is not None:
                     frec[f"{m}@{pname}"].update(utilisation(sent[m], budget, l1_sent, at_floor))
         files.append(frec)

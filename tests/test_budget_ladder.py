@@ -304,8 +304,8 @@ def test_folded_evidence_keeps_constraint_and_dead_end_sentences_in_their_order(
     texts = [it.text for it in items]
     assert any("don't touch the migrations folder" in t for t in texts), texts
     assert any("Raising the timeout to 60s did not work" in t for t in texts), texts
-    # constraints first, the broad dead-end cue last
-    assert labels.index("folded constraint") < labels.index("folded evidence") < labels.index("folded dead end")
+    # constraints first, then what was tried (failed approaches rank above older error lines)
+    assert labels.index("folded constraint") < labels.index("folded dead end") < labels.index("folded evidence")
     assert len(texts) == len(set(texts))  # each once
 
 
@@ -345,3 +345,111 @@ def test_a_short_system_prompt_comes_back_before_the_history_details():
         res = _c.compact(demo, format="openai-chat", budget=budget)
         assert res.report.tokens_after <= budget
         assert res.messages[0]["role"] == "system" and res.messages[0]["content"] == demo[0]["content"], budget
+
+
+# ------------------------------------------------------------------ making room for the evidence
+
+
+def test_fold_more_folds_in_one_step_as_many_batches_as_the_room_asked_for_needs(tmp_path):
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = long_session(40, (3, 9, 15, 30), listing=60)
+    budget = int(l1_written(comp, msgs) * 0.8)
+    esc, _ = escalation(comp, msgs, budget)
+    fit = steps.fold(esc, budget, keep_recent=6, batch=2)
+    assert fit is not None and fit.level == 2
+    one = steps.fold_more(esc, fit, budget, keep_recent=6, batch=2)
+    assert one is not None
+    units = lambda f: sum(1 for u in esc.units if not u.pinned and all(i in f.dropped for i in u.ids))  # noqa: E731
+    assert units(one) == units(fit) + 2  # no room asked for: one batch
+    need = 3000
+    more = steps.fold_more(esc, fit, budget, keep_recent=6, batch=2, need=need)
+    assert more is not None and more.total <= budget
+    freed = sum(esc.weights[i] for i in more.dropped - fit.dropped)
+    assert freed >= need  # enough turns folded for the room asked for ...
+    last = [u for u in esc.units if not u.pinned and all(i in more.dropped for i in u.ids)
+            and not all(i in fit.dropped for i in u.ids)][-2:]
+    assert freed - sum(esc.weights[i] for u in last for i in u.ids) < need  # ... and one batch less would not do
+
+
+def every_turn_folded(tmp_path):
+    """An escalation of the synthetic session at 20% of its Level 1 size, and every free turn."""
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = long_session(40, (3, 9, 15, 30), listing=60)
+    budget = int(l1_written(comp, msgs) * 0.2)
+    esc, _ = escalation(comp, msgs, budget)
+    return esc, budget, {sid for u in esc.units if not u.pinned for sid in u.ids}
+
+
+def test_a_shortened_anchor_leaves_the_room_reserved_for_the_fill(tmp_path):
+    esc, budget, dropped = every_turn_folded(tmp_path)
+    whole = esc.try_fit(dropped, budget)
+    part = esc.try_fit(dropped, budget, reserve=budget // 3)
+    assert whole is not None and part is not None
+    assert part[1] <= budget - budget // 3 < whole[1]
+
+
+def test_fill_offers_the_folded_turns_evidence_before_the_anchors_other_items(tmp_path):
+    """The anchor's other items (priority 6) never take the room of a failed call or a folded
+    error line (priority 5): the offer is in priority order, the folded outputs whole last."""
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = long_session(30, (3, 9, 15), listing=40)
+    esc, state = escalation(comp, msgs, 10**9)
+    folded = {s.id for s in state.segments if 1 <= s.step <= 20}
+    items = steps.fill_items(esc, folded)
+    pr = [it.priority for it in items]
+    assert 6 in pr and 5 in pr
+    assert pr == sorted(pr)
+    outputs = [i for i, it in enumerate(items) if it.label == "folded output"]
+    assert outputs and outputs == list(range(len(items) - len(outputs), len(items)))
+
+
+def test_folded_user_lines_that_may_bind_come_back_whole_and_changes_of_course_are_offered(tmp_path):
+    comp = Compactor(store=str(tmp_path / "s"))
+    msgs = session(12, [4], None)
+    msgs.insert(3, {"role": "user", "content": "Two rules for the cleanup:\n"
+                                               "**KEEP PUBLIC**: Keep the exported helpers other packages call.\n"
+                                               "* The CLI module is a thin wrapper (argument parsing only).\n"
+                                               "Here is the list from the linter."})
+    msgs.insert(6, {"role": "assistant", "content": "The sed command did the wrong thing. Let me use a Python script "
+                                                    "instead of sed for the multi-line edit. Now reading the file."})
+    esc, state = escalation(comp, msgs, 10**9)
+    ids = {s.id for s in state.segments if 1 <= s.step}
+    items = steps.folded_evidence(esc, ids)
+    cons = [it.text for it in items if it.label == "folded constraint"]
+    dead = [it.text for it in items if it.label == "folded dead end"]
+    # verbatim, as the user wrote the line (its bold label, its list marker)
+    assert "- **KEEP PUBLIC**: Keep the exported helpers other packages call." in cons, cons
+    assert "- * The CLI module is a thin wrapper (argument parsing only)." in cons, cons
+    assert not any("Here is the list" in t or "Two rules" in t for t in cons), cons
+    assert "- Let me use a Python script instead of sed for the multi-line edit." in dead, dead
+    assert not any("Now reading the file" in t or "did the wrong thing" in t for t in dead), dead
+
+
+def test_a_real_run_at_its_budget_leaves_no_evidence_of_the_folded_turns_behind(tmp_path):
+    """A real run whose failed calls and failed attempts were crowded out by the recent turns
+    whole (the fill left 15 of them behind at 15%): more turns fold until they fit."""
+    from conftest import CORPUS
+
+    path = CORPUS.parent / "trajectories-extra" / "claude-code-chat-json" / "templar.lint-fix.chat.json"
+    if not path.exists():
+        pytest.skip("run not in the shared data")
+    comp = Compactor(store=str(tmp_path / "s"))
+    before = sum(COUNT(s.text) for s in load_document(str(path)).segments)
+    budget = math.ceil(before * 0.15)
+    esc, _ = escalation(comp, str(path), budget)
+    esc.run()
+    assert esc.left_behind == [], [(it.label, it.text[:60]) for it in esc.left_behind]
+    assert [it for it in esc.filled if it.label == "failed call"]
+    assert any(s.startswith("fill:") for s in esc.state.stages)
+
+
+def test_with_every_turn_folded_fold_more_makes_room_by_shortening_the_anchor(tmp_path):
+    esc, budget, dropped = every_turn_folded(tmp_path)
+    got = esc.try_fit(dropped, budget)
+    assert got is not None
+    fit = steps.Fit(dropped, got[0], 3, esc.written(dropped, got[0][0]), 1)
+    more = steps.fold_more(esc, fit, budget, keep_recent=6, batch=1, need=budget // 4)
+    assert more is not None and more.dropped == dropped and more.reserve == budget // 4
+    assert more.total <= budget - budget // 4 < fit.total
+    # nothing more to fold and no more room asked for: nothing to do
+    assert steps.fold_more(esc, more, budget, keep_recent=6, batch=1, need=0) is None

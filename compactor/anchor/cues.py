@@ -75,6 +75,20 @@ ADVISORY = lazy_regex(
     I,
 )
 
+# broader than CONSTRAINT and DEAD_END: a word that may bind, in a sentence of the user's own
+# message; a report that something failed or a change of course, in the agent's (what a budget's
+# fill puts back verbatim from folded turns: rules cue.binding, cue.changed-approach)
+BINDING = lazy_regex(
+    r"\b(?:do not|don't|dont|does not|doesn't|never|must|mustn't|should not|shouldn't|cannot|can't|may not|avoid|"
+    r"without|only|make sure|ensure|keep|keeps|keeping|preserve|no more than|at most|at least|not allowed|forbidden|"
+    r"required|requires?)\b|不要|别|必须|禁止|只能|不能|务必|不得|保持|不允许", I)
+CHANGED_APPROACH = lazy_regex(
+    r"\b(?:didn't|did not|doesn't|does not|won't|will not|isn't|is not) work(?:ing)?\b|\bnot working\b|\bstill fail\w*"
+    r"|\b(?:failed|fails|failing)\b|\b(?:broke|breaks|broken)\b|\brevert\w*|\bundo\b|\broll(?:ed)? back\b|\binstead\b"
+    r"|\b(?:a different|another|wrong|that|this) approach\b|\bsame (?:error|failure|problem)\b|\bno luck\b|\bunsuccessful\b"
+    r"|\bnot the (?:issue|problem|cause)\b|\bdead end\b|\bg(?:i|a)ve up\b|\b(?:didn't|did not|doesn't) fix\b"
+    r"|没用|失败|不行|无效|回退|换一种", I)
+
 # a constraint said as a bare imperative about when to stop: "Then stop.", "Please finish the
 # interaction after your finish coding."
 STOP = lazy_regex(
@@ -380,7 +394,7 @@ _RULE_OF = {
     "cue.ack": "ACK", "cue.confirm": "CONFIRM", "cue.assumption": "ASSUMPTION", "cue.question": "QUESTION_CUE",
     "cue.hedge": "HEDGE", "cue.next-step": "NEXT_STEP", "cue.finished": "FINISHED", "cue.asks-user": "ASKS_USER",
     "cue.chrome-fact": "CHROME_FACT", "cue.advisory": "ADVISORY",
-    "cue.harness-part": "HARNESS_PART",
+    "cue.harness-part": "HARNESS_PART", "cue.binding": "BINDING", "cue.changed-approach": "CHANGED_APPROACH",
 }
 _CUE_KEY = {"DECISION": "decision", "DEAD_END": "dead_end", "CONSTRAINT": "constraint", "QUESTION_CUE": "question",
             "ASSUMPTION": "assumption", "NEXT_STEP": "next_step", "HEDGE": "hedge", "RELAX": "relax"}

@@ -239,10 +239,10 @@ class _Escalation:
         head, _, _ = self.marker(dropped, level)
         return self.counter.count(head + "\n\n") + 2
 
-    def try_fit(self, dropped: set[str], budget: int):
-        """Level 3 on one set of dropped turns: shorten the anchor to the room left. Returns the
-        rendered candidate that fits, or None."""
-        room = budget - self.kept_tokens(dropped) - self.overhead(dropped, 3)
+    def try_fit(self, dropped: set[str], budget: int, reserve: int = 0):
+        """Level 3 on one set of dropped turns: shorten the anchor to the room left (less
+        ``reserve``, kept free for the fill). Returns the rendered candidate that fits, or None."""
+        room = budget - self.kept_tokens(dropped) - self.overhead(dropped, 3) - max(0, reserve)
         for _ in range(_MAX_RETRIES):
             if room < 1:
                 return None
@@ -363,12 +363,14 @@ class _Escalation:
             if not self.left_behind:
                 break
             behind, was_filled = self.left_behind, self.filled
-            more = steps.fold_more(self, got, budget, keep_recent=cfg.keep_recent_turns, batch=batch)
+            # fold, in one step, as many batches as the evidence left behind needs room for
+            need = self._behind_tokens(behind)
+            more = steps.fold_more(self, got, budget, keep_recent=cfg.keep_recent_turns, batch=batch, need=need)
             if more is None:
                 break
             self.filled = []
             again = steps.fill(self, more, budget)
-            if len(self.left_behind) >= len(behind):
+            if self._behind_tokens(self.left_behind) >= self._behind_tokens(behind):
                 self.left_behind, self.filled = behind, was_filled
                 break
             got, filled = more, again
@@ -376,6 +378,10 @@ class _Escalation:
         if filled is not got:
             self.state.stages.append(f"fill:{len(self.filled)}:{filled.total}")
         self.finish(filled.dropped, filled.cand, filled.level, l1_total, filled.total)
+
+    def _behind_tokens(self, items: list) -> int:
+        """Tokens of the evidence a fill left behind (each line and its line break)."""
+        return sum(self.counter.count(it.text) + 1 for it in items)
 
     def run_forced(self, forced: int) -> None:
         """An explicit level without a budget: Level 2 folds every turn but the recent ones;

@@ -51,6 +51,7 @@ class Fit(Record, plain=True, frozen=False):
     level: int
     total: int
     passes: int = 0
+    reserve: int = 0  # room kept free for the fill when the anchor was shortened (Level 3)
 
 
 def fold_batches(units: list, batch: int, keep_recent: int = 0) -> list[list]:
@@ -134,28 +135,48 @@ def shorten(esc, budget: int, dropped: set[str]) -> Fit | None:
     return None
 
 
-def fold_more(esc, fit: Fit, budget: int, *, keep_recent: int, batch: int) -> Fit | None:
-    """One batch more folded than ``fit`` (the oldest turns not folded yet): at Level 2 while the
-    recent turns are not reached, else with the anchor shortened to the room left (Level 3).
-    None when nothing is left to fold or it does not fit. Used when :func:`fill` had to leave
-    evidence of the folded turns behind: the evidence ranks above the recent turns whole."""
+def fold_more(esc, fit: Fit, budget: int, *, keep_recent: int, batch: int, need: int = 0) -> Fit | None:
+    """More batches folded than ``fit`` (the oldest turns not folded yet): at least one, and as
+    many as it takes for their tokens as written to reach ``need`` (the room the evidence left
+    behind asks for); at Level 2 while the recent turns are not reached, else with the anchor
+    shortened to the room left (Level 3). None when nothing is left to fold or it does not fit.
+    Used when :func:`fill` had to leave evidence of the folded turns behind: the evidence ranks
+    above the recent turns whole."""
     free = [u for u in esc.units if not u.pinned and not all(sid in fit.dropped for sid in u.ids)]
-    if not free:
+    if not free and fit.level != 3:
         return None
-    n = max(1, batch) if fit.level == 2 else 1
+    step = max(1, batch) if fit.level == 2 else 1
+    weight = esc.weights
+    n, freed = 0, 0
+    while n < len(free) and (n == 0 or freed < need):
+        for u in free[n:n + step]:
+            freed += sum(weight[sid] for sid in u.ids if sid not in fit.dropped)
+        n = min(len(free), n + step)
     more = {sid for u in free[:n] for sid in u.ids}
     dropped = fit.dropped | more
     level2_room = len(free) - n >= keep_recent
     if fit.level == 2 and level2_room:
         cand = esc.render(dropped, 2, None)
         total = esc.written(dropped, cand[0])
-        return Fit(dropped, cand, 2, total, fit.passes + 1) if total <= budget else None
-    got = esc.try_fit(dropped, budget)
-    if got is None:
-        return None
-    cand, _ = got
-    total = esc.written(dropped, cand[0])
-    return Fit(dropped, cand, 3, total, fit.passes + 1) if total <= budget else None
+        if total <= budget:
+            return Fit(dropped, cand, 2, total, fit.passes + 1)
+    # the anchor shortened to the room left, less the room the evidence needs (a shortened
+    # anchor otherwise takes all of it)
+    # (when folding more does not fit, e.g. the recent turns' evidence back-filled by the
+    # self-check, or every turn is folded already: only the anchor can make room)
+    reserve = min(fit.reserve + need if fit.level == 3 else need, budget // 2)
+    tries = [dropped] if fit.level != 3 else [dropped, fit.dropped] if more else [fit.dropped]
+    for d in tries:
+        if d is fit.dropped and reserve <= fit.reserve:
+            continue
+        got = esc.try_fit(d, budget, reserve=reserve)
+        if got is None:
+            continue
+        cand, _ = got
+        total = esc.written(d, cand[0])
+        if total <= budget:
+            return Fit(d, cand, 3, total, fit.passes + 1, reserve)
+    return None
 
 
 def longest_prefix(items: list, measure, budget: int) -> tuple[int, dict[int, int]]:
@@ -187,7 +208,9 @@ def fill_items(esc, dropped: set[str]) -> list[LadderItem]:
     folded turns (:func:`folded_evidence`), then the folded tool outputs whole (newest first)."""
     plan = esc.ladder_plan()
     out = [it for it in plan.items if it.text and not it.unit_ids and not it.whole_request and not it.request_more]
-    return out + folded_evidence(esc, dropped) + folded_outputs(esc, dropped)
+    # in priority order (stable: within a priority, the ladder's order, then the folded turns'):
+    # the anchor's other items (priority 6) come after the folded turns' evidence
+    return sorted(out + folded_evidence(esc, dropped), key=lambda it: it.priority) + folded_outputs(esc, dropped)
 
 
 def folded_evidence(esc, ids: set[str]) -> list[LadderItem]:
@@ -234,14 +257,14 @@ def folded_evidence(esc, ids: set[str]) -> list[LadderItem]:
                         seen.add(key)
                         constraints.append(LadderItem(1, "folded constraint", f"- {key}", s.step_id,
                                                       section=_FOLDED[lang]))
-            for sent in _cue_sentences(s.text, "constraint"):  # "i'd rather you ...", "keep X"
+            for sent in _binding_lines(s.text):  # "i'd rather you ...", "keep X", "(scaffolding only)"
                 key = " ".join(sent.split())
                 if key not in seen:
                     seen.add(key)
                     constraints.append(LadderItem(1, "folded constraint", f"- {key}", s.step_id,
                                                   section=_FOLDED[lang]))
         elif s.role == Role.assistant and s.kind == SegmentKind.message:
-            for sent in _cue_sentences(s.text, "dead_end"):  # "X did not work", "revert my change"
+            for sent in _changed_approach(s.text):  # "X did not work", "revert my change", "Y instead"
                 key = " ".join(sent.split())
                 if key not in seen:
                     seen.add(key)
@@ -255,21 +278,53 @@ def folded_evidence(esc, ids: set[str]) -> list[LadderItem]:
                             seen.add(key)
                             lines.append(LadderItem(5, "folded evidence", ln.rstrip(), s.step_id,
                                                     section=_FOLDED[lang]))
-    return constraints + lines + failed + dead
+    return constraints + failed + dead + lines
 
 
-def _cue_sentences(text: str, cue: str) -> list[str]:
-    """The sentences of a message the anchor's cue recognises (a constraint, a dead end)."""
+_LINE_CHARS = 400  # a user's line up to this long is put back whole (as written, list marker and all)
+
+
+def _binding_lines(text: str) -> list[str]:
+    """The lines of a user's message with a sentence that may bind (the constraint cue, or a
+    binding word anywhere: "keep", "only", "without", "must", ...): each line whole as written
+    when it is short, else its binding sentences."""
     from ..anchor._text import sentences
-    from ..anchor.cues import CUES
+    from ..anchor.cues import BINDING, CUES
 
-    c = CUES[cue]
+    c = CUES["constraint"]
     out = []
     for ln in text.split("\n"):
-        if not ln.strip() or not c.possible(ln.lower()):
+        if not ln.strip():
+            continue
+        low = ln.lower()
+        if not (BINDING.search(ln) or c.possible(low) and c.search(ln, low)):
+            continue
+        if len(ln.strip()) <= _LINE_CHARS:
+            out.append(ln.strip())
             continue
         for sent in sentences(ln):
-            if len(sent) >= 8 and c.search(sent):
+            if len(sent) >= 8 and (BINDING.search(sent) or c.search(sent)):
+                out.append(sent.strip())
+    return out
+
+
+def _changed_approach(text: str) -> list[str]:
+    """The sentences of the agent's message that say an approach did not work, or that it changes
+    course (the anchor's dead-end cue, and the broader ``cue.changed-approach``)."""
+    from ..anchor._text import sentences
+    from ..anchor.cues import CHANGED_APPROACH, CUES
+
+    c = CUES["dead_end"]
+    out = []
+    for ln in text.split("\n"):
+        if not ln.strip():
+            continue
+        low = ln.lower()
+        broad = CHANGED_APPROACH.search(ln) is not None
+        if not broad and not c.possible(low):
+            continue
+        for sent in sentences(ln):
+            if len(sent) >= 8 and (CHANGED_APPROACH.search(sent) or c.search(sent)):
                 out.append(sent.strip())
     return out
 
@@ -344,7 +399,7 @@ def fill(esc, fit: Fit, budget: int) -> Fit:
         for ref, original in it.originals.items():
             esc.save(ref, original)
     esc.filled = picked
-    return Fit(dropped, (_with(text, picked), anchor, res, diags), fit.level, sizes[best], fit.passes)
+    return Fit(dropped, (_with(text, picked), anchor, res, diags), fit.level, sizes[best], fit.passes, fit.reserve)
 
 
 def _tail_item(esc, dropped: set[str], chosen: list[LadderItem], room: int, sections: set[str]) -> LadderItem | None:
