@@ -28,16 +28,19 @@ import operator
 from typing import Any
 
 
+from ..codeview import LOG, SOURCE, classify
 from ..formats.calls import NOT_JSON, call_of, parse_arguments
 from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
 from ..segments import differing, segment_index
 from ..lazyre import lazy_regex
+from .delta import VIEW_MIN_LINES, call_key, read_diff, rerun_delta, view_line
 
 __all__ = ["HardenMemo", "OlderPass", "harden", "evidence_spans", "failing_output", "output_digest", "call_has_body",
            "EVIDENCE_FAMILIES"]
 
 EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
+LOCATION_FAMILIES = frozenset({"fileref"})  # kept beside the evidence of an older error output
 _SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _MIN_DUP_CHARS = 120  # shorter outputs cost less than the marker
 _BODY_LINES = 6  # argument strings with at least this many lines (or _BODY_CHARS) go by reference
@@ -56,11 +59,12 @@ def _est(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def evidence_spans(seg, spans) -> list:
+def evidence_spans(seg, spans, families: frozenset[str] = EVIDENCE_FAMILIES) -> list:
     """The evidence spans of a tool output that are evidence of what happened: not lines of a
     file the output shows (a ``raise ValueError`` in a ``cat`` of a source file), not file names
-    of a listing, not the tool's own framing (:mod:`compactor.codeview`)."""
-    ev = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES]
+    of a listing, not the tool's own framing (:mod:`compactor.codeview`). ``families``: the span
+    families looked at (the evidence families by default)."""
+    ev = [sp for sp in spans if sp.family in families]
     if not ev or seg.kind != SegmentKind.tool_result:
         return ev
     from ..codeview import LOG, classify
@@ -99,14 +103,18 @@ def _gap(n: int, ref: str) -> str:
 
 
 def _evidence_view(text: str, spans, ref: str) -> str | None:
-    """The output's first line, every line of its evidence spans, one marker per gap."""
+    """The output's first line, every line of its evidence spans and of its locations (a
+    ``path:line`` in a run's output, such as a warning's ``x.py:557: UserWarning``, is a frame),
+    one marker per gap. None when it has no evidence span."""
     norm = normalize(text)
     lines = norm.split("\n")
     keep: set[int] = set()
+    evidence = False
     for sp in spans:
-        if sp.family in EVIDENCE_FAMILIES:
+        if sp.family in EVIDENCE_FAMILIES or sp.family in LOCATION_FAMILIES:
+            evidence = evidence or sp.family in EVIDENCE_FAMILIES
             keep.update(range(sp.line_start - 1, min(sp.line_end, len(lines))))
-    if not keep:
+    if not evidence:
         return None
     first = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
     keep.add(first)
@@ -169,13 +177,17 @@ class OlderPass:
     is older than the recent window, whether it fails, and which calls may be shortened (calls of
     a step before the first recent output, none of whose outputs fails)."""
 
-    __slots__ = ("store", "count", "seen_exact", "seen_shape")
+    __slots__ = ("store", "count", "seen_exact", "seen_shape", "previous")
 
-    def __init__(self, store, counter, seen_exact: dict | None = None, seen_shape: dict | None = None) -> None:
+    def __init__(self, store, counter, seen_exact: dict | None = None, seen_shape: dict | None = None,
+                 previous: dict | None = None) -> None:
         self.store = store
         self.count = counter.count
         self.seen_exact: dict[bytes, str] = {} if seen_exact is None else seen_exact
         self.seen_shape: dict[bytes, str] = {} if seen_shape is None else seen_shape
+        # call key -> (segment, its view, its failure line indexes) of the last older output of
+        # that call: what a re-run or a re-read is shown against (:mod:`compactor.collapse.delta`)
+        self.previous: dict[str, tuple] = {} if previous is None else previous
 
     def result(self, seg, text: str, spans, *, old: bool, failing: bool,
                digest: tuple[int, bytes, bytes] | None = None) -> tuple[str, Placeholder] | None:
@@ -189,7 +201,10 @@ class OlderPass:
         self.seen_exact.setdefault(exact, seg.step_id)
         if not failing:
             self.seen_shape.setdefault(shape, seg.step_id)
-        if not old or chars < _MIN_DUP_CHARS:
+        if not old:
+            return None
+        repeat = self._repeat(seg, spans, failing)
+        if chars < _MIN_DUP_CHARS:
             return None
         if earlier_exact is not None or earlier_shape is not None:
             ref, sha = _ref(self.store, seg.text)
@@ -198,14 +213,65 @@ class OlderPass:
             else:
                 line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
             return self._change(seg, text, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
-        ev = evidence_spans(seg, list(spans() if callable(spans) else spans)) if failing else []
+        if repeat is not None:
+            change = self._delta(seg, text, repeat)
+            if change is not None:
+                return change
+        ev = evidence_spans(seg, list(spans() if callable(spans) else spans),
+                            EVIDENCE_FAMILIES | LOCATION_FAMILIES) if failing else []
         if ev:
             ref, sha = _ref(self.store, seg.text)
             view = _evidence_view(seg.text, ev, ref)
             if view is not None:
                 return self._change(seg, text, view, "collapse.old-error", "older error output: evidence kept",
                                     ref, sha)
+        elif not failing and seg.text.count("\n") + 1 >= VIEW_MIN_LINES:
+            cur = repeat[1] if repeat is not None else None
+            view = cur[1] if cur is not None else classify(normalize(seg.text), command=seg.command,
+                                                           tool=seg.tool_name)
+            ref = self.store.put(seg.text.encode("utf-8", errors="surrogatepass"))
+            line = view_line(normalize(seg.text).split("\n"), view, ref)
+            if line is not None:
+                sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
+                return self._change(seg, text, line, "collapse.old-view", "older file view by reference", ref, sha)
         return None
+
+    def _repeat(self, seg, spans, failing: bool) -> tuple | None:
+        """Record an older output as the last of its call; return (the previous one of the same
+        call, this one) as (segment, view, failure lines) pairs, or None when it is the first."""
+        key = call_key(seg.tool_name, seg.command)
+        if key is None:
+            return None
+        view = classify(normalize(seg.text), command=seg.command, tool=seg.tool_name)
+        fails: tuple[int, ...] = ()
+        if failing and view.kind == LOG:
+            lines: set[int] = set()
+            for sp in evidence_spans(seg, list(spans() if callable(spans) else spans)):
+                lines.update(range(sp.line_start - 1, sp.line_end))
+            fails = tuple(sorted(lines))
+        cur = (seg, view, fails)
+        prev = self.previous.get(key)
+        self.previous[key] = cur
+        return None if prev is None else (prev, cur)
+
+    def _delta(self, seg, text: str, repeat: tuple) -> tuple[str, Placeholder] | None:
+        """A re-run as what changed against the previous run, a re-read as the diff since the last
+        read (:mod:`compactor.collapse.delta`); None when neither applies or is shorter."""
+        (pseg, pview, pfails), (_, view, fails) = repeat
+        if view.kind != pview.kind or view.kind not in (LOG, SOURCE):
+            return None
+        ref, sha = _ref(self.store, seg.text)
+        lines = normalize(seg.text).split("\n")
+        plines = normalize(pseg.text).split("\n")
+        if view.kind == LOG:
+            new = rerun_delta(lines, fails, pseg.step_id, plines, pfails, ref)
+            rule, summary = "collapse.rerun-delta", f"re-run of {pseg.step_id}: what changed"
+        else:
+            new = read_diff(lines, view, pseg.step_id, plines, pview, ref)
+            rule, summary = "collapse.reread-diff", f"read again: diff since {pseg.step_id}"
+        if new is None:
+            return None
+        return self._change(seg, text, new, rule, summary, ref, sha)
 
     def call(self, seg, text: str) -> tuple[str, Placeholder] | None:
         """A call that may be shortened, with its current ``text``: each long argument body by
@@ -253,6 +319,7 @@ class HardenMemo:
         self.spans: list[tuple] = []
         self.seen_exact: dict[bytes, str] = {}
         self.seen_shape: dict[bytes, str] = {}
+        self.previous: dict[str, tuple] = {}  # call key -> the last older output of that call
         self.changes: dict[str, str] = {}
         self.placeholders: list[Placeholder] = []
         self.runs: int | None = None  # the conversation's outcome log runs at the last call
@@ -403,7 +470,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         memo.generation = idx.generation
     log = getattr(getattr(state, "conversation", None), "outcome_log", None)
     memo.runs = log.runs if log is not None else None
-    step = OlderPass(store, counter, memo.seen_exact, memo.seen_shape)
+    step = OlderPass(store, counter, memo.seen_exact, memo.seen_shape, memo.previous)
     settled = True  # still extending the memo's settled prefix
 
     def apply(seg, change) -> None:
@@ -432,6 +499,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                 memo.spans.append(spans_of(seg) if seg.kind == SegmentKind.tool_result else no_spans)
             else:  # the rest is decided again next time: first-seen entries go to a copy
                 step.seen_exact, step.seen_shape = dict(step.seen_exact), dict(step.seen_shape)
+                step.previous = dict(step.previous)
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
