@@ -39,15 +39,14 @@ __all__ = ["MAX_NEW_LINES", "VIEW_MIN_LINES", "call_key", "read_diff", "rerun_de
 MAX_NEW_LINES = 12  # a re-run shows its new lines verbatim when there are at most this many
 MAX_RESOLVED = 10  # resolved failures named one a line; more are counted
 VIEW_MIN_LINES = 12  # older views shorter than this stay as they are
-_SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+(?:\.\d+)?")
 _NUM_PREFIX = lazy_regex(r"^ *\d{1,7}(?:\t|→)")
 _WS = lazy_regex(r"\s+")
 
 
 def shape(line: str) -> str:
-    """A line up to numbers, hashes and spacing: a test's timing or a build's counter does not
-    make a line new."""
-    return _WS.sub(" ", _SHAPE.sub("#", line)).strip()
+    """A line up to spacing (a re-indented line is the same line). Numbers count: a test id
+    ``test_case_7`` or an assertion's value is what tells two failures apart."""
+    return _WS.sub(" ", line).strip()
 
 
 def call_key(tool: str | None, command: str | None) -> str | None:
@@ -64,9 +63,11 @@ def _nonempty(lines: list[str]) -> tuple[int, int] | None:
 
 
 def rerun_delta(lines: list[str], failures: Iterable[int], prev_step: str, prev_lines: list[str],
-                prev_failures: Iterable[int], ref: str) -> str | None:
+                prev_failures: Iterable[int], ref: str, prev_named: Iterable[int] = ()) -> str | None:
     """A re-run's output (``lines``, with the indexes of its failure lines) shown against the
-    previous run of the same call (step ``prev_step``). None when there is nothing to show."""
+    previous run of the same call (step ``prev_step``, its failure lines, and among them those
+    that name a failure: a failing test's id, an error statement, not a trace's frames). None
+    when there is nothing to show."""
     ends = _nonempty(lines)
     if ends is None:
         return None
@@ -80,7 +81,7 @@ def rerun_delta(lines: list[str], failures: Iterable[int], prev_step: str, prev_
     # the previous run's failures this run no longer shows (named once each, in their order)
     resolved: list[str] = []
     seen: set[str] = set()
-    for i in sorted(set(prev_failures)):
+    for i in sorted(set(prev_named) or set(prev_failures)):
         if not 0 <= i < len(prev_lines):
             continue
         s = shape(prev_lines[i])
@@ -93,7 +94,7 @@ def rerun_delta(lines: list[str], failures: Iterable[int], prev_step: str, prev_
         keep.update(new)
     others = [i for i, ln in enumerate(lines) if ln.strip() and i not in keep]
     same = sum(1 for i in others if shape(lines[i]) in prev_shapes)
-    parts = [f"re-run of {prev_step} (same call)"]
+    parts: list[str] = []
     if fail:
         parts.append(f"{len(fail)} failure line{'s' if len(fail) != 1 else ''} ({new_fail} new, {still} still failing)")
     else:
@@ -103,7 +104,7 @@ def rerun_delta(lines: list[str], failures: Iterable[int], prev_step: str, prev_
     if len(new) > MAX_NEW_LINES:
         parts.append(f"{len(new)} new lines")
     parts.append(f"{len(others)} other line{'s' if len(others) != 1 else ''} ({same} as in {prev_step})")
-    out = [f"[{placeholder_safe(', '.join(parts))} · ref {ref}]"]
+    out = [f"[{placeholder_safe(f're-run of {prev_step} (same call): ' + ', '.join(parts))} · ref {ref}]"]
     out += [lines[i] for i in sorted(keep)]
     for r in resolved[:MAX_RESOLVED]:
         out.append(f"resolved since {prev_step}: {r[:200]}")

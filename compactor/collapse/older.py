@@ -45,7 +45,8 @@ _SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _MIN_DUP_CHARS = 120  # shorter outputs cost less than the marker
 _BODY_LINES = 6  # argument strings with at least this many lines (or _BODY_CHARS) go by reference
 _BODY_CHARS = 400
-_BODY_KEYS = ("file_text", "new_str", "old_str", "new_string", "old_string", "content", "new_content", "code", "text",
+_BODY_KEYS = ("file_text", "new_str", "old_str", "new_string", "old_string", "oldText", "newText", "old_text", "new_text",
+              "content", "new_content", "code", "text",
               "patch", "diff",
               "insert_text", "command", "cmd", "script", "input")
 
@@ -185,7 +186,7 @@ class OlderPass:
         self.count = counter.count
         self.seen_exact: dict[bytes, str] = {} if seen_exact is None else seen_exact
         self.seen_shape: dict[bytes, str] = {} if seen_shape is None else seen_shape
-        # call key -> (segment, its view, its failure line indexes) of the last older output of
+        # call key -> (segment, its view, its failure lines, those naming a failure) of the last older output of
         # that call: what a re-run or a re-read is shown against (:mod:`compactor.collapse.delta`)
         self.previous: dict[str, tuple] = {} if previous is None else previous
 
@@ -206,6 +207,12 @@ class OlderPass:
         repeat = self._repeat(seg, spans, failing)
         if chars < _MIN_DUP_CHARS:
             return None
+        if earlier_exact is None and repeat is not None and repeat[1][1].kind == SOURCE:
+            # a file read again that differs: what changed is the diff, not "same up to numbers"
+            change = self._delta(seg, text, repeat)
+            if change is not None:
+                return change
+            repeat = None
         if earlier_exact is not None or earlier_shape is not None:
             ref, sha = _ref(self.store, seg.text)
             if earlier_exact is not None:
@@ -244,12 +251,18 @@ class OlderPass:
             return None
         view = classify(normalize(seg.text), command=seg.command, tool=seg.tool_name)
         fails: tuple[int, ...] = ()
+        named: tuple[int, ...] = ()
         if failing and view.kind == LOG:
             lines: set[int] = set()
+            by_family: dict[str, set[int]] = {}
             for sp in evidence_spans(seg, list(spans() if callable(spans) else spans)):
                 lines.update(range(sp.line_start - 1, sp.line_end))
+                if not sp.rule_id.endswith(".summary"):  # a run's counts are not a failure's name
+                    by_family.setdefault(sp.family, set()).update(range(sp.line_start - 1, sp.line_end))
             fails = tuple(sorted(lines))
-        cur = (seg, view, fails)
+            # what names a failure: the failing tests' lines, else the error statements
+            named = tuple(sorted(by_family.get("test-failure", set()) | by_family.get("error", set())))
+        cur = (seg, view, fails, named)
         prev = self.previous.get(key)
         self.previous[key] = cur
         return None if prev is None else (prev, cur)
@@ -257,21 +270,26 @@ class OlderPass:
     def _delta(self, seg, text: str, repeat: tuple) -> tuple[str, Placeholder] | None:
         """A re-run as what changed against the previous run, a re-read as the diff since the last
         read (:mod:`compactor.collapse.delta`); None when neither applies or is shorter."""
-        (pseg, pview, pfails), (_, view, fails) = repeat
+        (pseg, pview, pfails, pnamed), (_, view, fails, _) = repeat
         if view.kind != pview.kind or view.kind not in (LOG, SOURCE):
             return None
         ref, sha = _ref(self.store, seg.text)
         lines = normalize(seg.text).split("\n")
         plines = normalize(pseg.text).split("\n")
         if view.kind == LOG:
-            new = rerun_delta(lines, fails, pseg.step_id, plines, pfails, ref)
+            new = rerun_delta(lines, fails, pseg.step_id, plines, pfails, ref, pnamed)
             rule, summary = "collapse.rerun-delta", f"re-run of {pseg.step_id}: what changed"
         else:
             new = read_diff(lines, view, pseg.step_id, plines, pview, ref)
             rule, summary = "collapse.reread-diff", f"read again: diff since {pseg.step_id}"
         if new is None:
             return None
-        return self._change(seg, text, new, rule, summary, ref, sha)
+        # longer than Level 1's own text (a one-line summary, a read's line range), a delta is
+        # still shown when it tells what changed (the diff, the failures resolved) in at most a
+        # third of the output's tokens
+        tells = view.kind == SOURCE or "\nresolved since " in new
+        return self._change(seg, text, new, rule, summary, ref, sha,
+                            or_below=self.count(seg.text) // 3 if tells else 0)
 
     def call(self, seg, text: str) -> tuple[str, Placeholder] | None:
         """A call that may be shortened, with its current ``text``: each long argument body by
@@ -286,9 +304,13 @@ class OlderPass:
         return self._change(seg, text, new, "collapse.call-body", "call argument body", ref, sha)
 
     def _change(self, seg, cur: str, new: str, rule: str, summary: str, ref: str,
-                sha: str) -> tuple[str, Placeholder] | None:
-        """A replacement, used only when it is shorter than the current text."""
-        if new == cur or self.count(new) >= self.count(cur):
+                sha: str, or_below: int = 0) -> tuple[str, Placeholder] | None:
+        """A replacement, used only when it is shorter than the current text (or, with
+        ``or_below``, at most that many tokens)."""
+        if new == cur:
+            return None
+        n = self.count(new)
+        if n >= self.count(cur) and n > or_below:
             return None
         return new, Placeholder(
             id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
