@@ -206,3 +206,48 @@ def test_older_edit_bodies_in_camel_case_go_by_reference(tmp_path):
     for key in ("oldText", "newText"):
         assert re.fullmatch(r"\[… 12 lines · ref c-[0-9a-f]{16}\]", shortened[key]), shortened
     assert json.loads(comp.expand(REF.findall(shortened["oldText"])[0])) == args
+
+
+def _tool_turns(calls: list[tuple[str, dict, str]]) -> list[dict]:
+    msgs: list[dict] = [{"role": "user", "content": "Wire the flag through."}]
+    for k, (name, args, out) in enumerate(calls):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"t{k}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"t{k}", "content": out})
+    return msgs + _conversation([])[2:]
+
+
+def test_search_tool_pagination_note_is_the_tools_framing(tmp_path):
+    """Claude Code's Grep adds a pagination note and a truncation marker: they are the tool's
+    framing, not evidence, so the hits still go by reference."""
+    comp = Compactor(store=str(tmp_path / "s.sqlite"))
+    hits = "\n".join(f"src/panes/Pane{j}.tsx:{j + 10}:  const agent = launch('claude', opts{j});" for j in range(30))
+    out = hits + "\n... [12 lines truncated] ...\n\n[Showing results with pagination = limit: 100, offset: 0]"
+    msgs = _tool_turns([("Grep", {"pattern": "launch\\(", "output_mode": "content", "-n": True}, out)])
+    res = comp.compact(json.dumps(msgs))
+    back = load_document(emit.render(res, "messages").encode("utf-8"), source="<compacted>")
+    first = next(s.text for s in back.segments if s.kind.value == "tool_result")
+    assert re.fullmatch(r"\[search hits: 32 lines in 30 files · ref c-[0-9a-f]{16}\]", first), first
+
+
+def test_two_edits_of_a_file_are_not_a_reread(tmp_path):
+    comp = Compactor(store=str(tmp_path / "s.sqlite"))
+
+    def snippet(start: int, changed: str) -> str:
+        body = [f"{start + j:6d}\t    value_{start + j} = compute({start + j})" for j in range(14)]
+        body[5] = f"{start + 5:6d}\t    {changed}"
+        return ("The file /repo/src/config.py has been updated. Here's the result of running `cat -n` on a snippet "
+                "of the edited file:\n" + "\n".join(body))
+
+    msgs = _tool_turns([("Edit", {"file_path": "/repo/src/config.py", "old_string": "a", "new_string": "b"},
+                         snippet(10, "flag = True")),
+                        ("Edit", {"file_path": "/repo/src/config.py", "old_string": "c", "new_string": "d"},
+                         snippet(200, "retries = 5"))])
+    res = comp.compact(json.dumps(msgs))
+    back = load_document(emit.render(res, "messages").encode("utf-8"), source="<compacted>")
+    outs = [s.text for s in back.segments if s.kind.value == "tool_result"]
+    assert not any("read again" in o for o in outs), outs[:2]
+    # each older snippet keeps the editor's confirmation, the file's lines go by reference
+    assert outs[1].split("\n")[0].startswith("The file /repo/src/config.py has been updated.")
+    assert re.fullmatch(r"\[view of /repo/src/config\.py: 14 lines, lines 200-213 · ref c-[0-9a-f]{16}\]",
+                        outs[1].split("\n")[1]), outs[1]

@@ -28,7 +28,7 @@ import operator
 from typing import Any
 
 
-from ..codeview import LOG, SOURCE, classify
+from ..codeview import LOG, SOURCE, classify, is_edit_tool
 from ..formats.calls import NOT_JSON, call_of, parse_arguments
 from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
@@ -247,7 +247,7 @@ class OlderPass:
         """Record an older output as the last of its call; return (the previous one of the same
         call, this one) as (segment, view, failure lines) pairs, or None when it is the first."""
         key = call_key(seg.tool_name, seg.command)
-        if key is None:
+        if key is None or is_edit_tool(seg.tool_name):  # two edits of a file are not a re-read
             return None
         view = classify(normalize(seg.text), command=seg.command, tool=seg.tool_name)
         fails: tuple[int, ...] = ()
