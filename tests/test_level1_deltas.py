@@ -251,3 +251,20 @@ def test_two_edits_of_a_file_are_not_a_reread(tmp_path):
     assert outs[1].split("\n")[0].startswith("The file /repo/src/config.py has been updated.")
     assert re.fullmatch(r"\[view of /repo/src/config\.py: 14 lines, lines 10-23 · ref c-[0-9a-f]{16}\]",
                         outs[1].split("\n")[1]), outs[1]
+
+
+def test_calls_held_for_deltas_are_bounded(tmp_path):
+    """A streamed file may hold any number of distinct calls: the last older output is held for
+    the 256 most recently seen calls only; a call not seen since is shown in full (its evidence
+    view) again, never wrongly."""
+    from compactor.collapse import older
+
+    comp = Compactor(store=str(tmp_path / "s.sqlite"))
+    first = _verbose({"test_case_7", "test_case_9"}, "1.20")
+    second = _verbose({"test_case_7"}, "1.31")
+    fill = [(f"python scripts/check_{j}.py", f"check {j}: ok\nall {j} items verified") for j in range(older._MAX_PREVIOUS)]
+    msgs = _conversation([("pytest tests/a", first), ("pytest tests/b", first)] + fill[1:]
+                         + [("pytest tests/b", second), ("pytest tests/a", _verbose({"test_case_7"}, "1.44"))])
+    _, out = _outputs(comp, msgs)
+    assert out[-5].startswith("[re-run of s3 (same call)"), out[-5][:200]  # tests/b: seen recently enough
+    assert "re-run of" not in out[-4] and "FAILED tests/test_core.py::test_case_7" in out[-4]  # tests/a: evicted

@@ -43,6 +43,7 @@ EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
 LOCATION_FAMILIES = frozenset({"fileref"})  # kept beside the evidence of an older error output
 _SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _MIN_DUP_CHARS = 120  # shorter outputs cost less than the marker
+_MAX_PREVIOUS = 256  # calls whose last older output is held to show a repeat of it as a delta
 _BODY_LINES = 6  # argument strings with at least this many lines (or _BODY_CHARS) go by reference
 _BODY_CHARS = 400
 _BODY_KEYS = ("file_text", "new_str", "old_str", "new_string", "old_string", "oldText", "newText", "old_text", "new_text",
@@ -250,6 +251,8 @@ class OlderPass:
         if key is None or is_edit_tool(seg.tool_name):  # two edits of a file are not a re-read
             return None
         view = classify(normalize(seg.text), command=seg.command, tool=seg.tool_name)
+        if view.kind not in (LOG, SOURCE):  # only runs and file views are shown as deltas
+            return None
         fails: tuple[int, ...] = ()
         named: tuple[int, ...] = ()
         if failing and view.kind == LOG:
@@ -263,8 +266,10 @@ class OlderPass:
             # what names a failure: the failing tests' lines, else the error statements
             named = tuple(sorted(by_family.get("test-failure", set()) | by_family.get("error", set())))
         cur = (seg, view, fails, named)
-        prev = self.previous.get(key)
-        self.previous[key] = cur
+        prev = self.previous.pop(key, None)
+        self.previous[key] = cur  # the most recently seen call last
+        if len(self.previous) > _MAX_PREVIOUS:  # bounded (a streamed file): the longest unseen call goes
+            del self.previous[next(iter(self.previous))]
         return None if prev is None else (prev, cur)
 
     def _delta(self, seg, text: str, repeat: tuple) -> tuple[str, Placeholder] | None:
