@@ -259,10 +259,11 @@ def test_calls_held_for_deltas_are_bounded(tmp_path):
     view) again, never wrongly."""
     from compactor.collapse import older
 
+    assert older._MAX_PREVIOUS == 256
     comp = Compactor(store=str(tmp_path / "s.sqlite"))
     first = _verbose({"test_case_7", "test_case_9"}, "1.20")
     second = _verbose({"test_case_7"}, "1.31")
-    fill = [(f"python scripts/check_{j}.py", f"check {j}: ok\nall {j} items verified") for j in range(older._MAX_PREVIOUS)]
+    fill = [(f"python scripts/check_{j}.py", f"check {j}: ok\nall {j} items verified") for j in range(256)]
     msgs = _conversation([("pytest tests/a", first), ("pytest tests/b", first)] + fill[1:]
                          + [("pytest tests/b", second), ("pytest tests/a", _verbose({"test_case_7"}, "1.44"))])
     _, out = _outputs(comp, msgs)
