@@ -35,6 +35,7 @@ from ..normalize import normalize
 from ..segments import differing, segment_index
 from ..lazyre import lazy_regex
 from .delta import VIEW_MIN_LINES, call_key, read_diff, rerun_delta, view_line
+from .store import content_id
 
 __all__ = ["HardenMemo", "OlderPass", "harden", "evidence_spans", "failing_output", "output_digest", "call_has_body",
            "EVIDENCE_FAMILIES"]
@@ -53,8 +54,10 @@ _BODY_KEYS = ("file_text", "new_str", "old_str", "new_string", "old_string", "ol
 
 
 def _ref(store, text: str) -> tuple[str, str]:
+    """(the store id, the sha256) ``text`` has; it is put in the store only when a replacement
+    that refers to it is used (:meth:`OlderPass._change`)."""
     data = text.encode("utf-8", errors="surrogatepass")
-    return store.put(data), hashlib.sha256(data).hexdigest()
+    return content_id(data), hashlib.sha256(data).hexdigest()
 
 
 def _est(text: str) -> int:
@@ -237,10 +240,9 @@ class OlderPass:
             cur = repeat[1] if repeat is not None else None
             view = cur[1] if cur is not None else classify(normalize(seg.text), command=seg.command,
                                                            tool=seg.tool_name)
-            ref = self.store.put(seg.text.encode("utf-8", errors="surrogatepass"))
+            ref, sha = _ref(self.store, seg.text)
             line = view_line(normalize(seg.text).split("\n"), view, ref)
             if line is not None:
-                sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
                 return self._change(seg, text, line, "collapse.old-view", "older file view by reference", ref, sha)
         return None
 
@@ -301,11 +303,10 @@ class OlderPass:
         reference (see :func:`call_has_body`)."""
         if not call_has_body(text):
             return None
-        ref = self.store.put(seg.text.encode("utf-8", errors="surrogatepass"))
+        ref, sha = _ref(self.store, seg.text)
         new = _shorten_args(text, ref, call_of(seg))
         if new is None:
             return None
-        sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
         return self._change(seg, text, new, "collapse.call-body", "call argument body", ref, sha)
 
     def _change(self, seg, cur: str, new: str, rule: str, summary: str, ref: str,
@@ -317,6 +318,8 @@ class OlderPass:
         n = self.count(new)
         if n >= self.count(cur) and n > or_below:
             return None
+        if self.store.put(seg.text.encode("utf-8", errors="surrogatepass")) != ref:
+            return None  # a store that names content otherwise: the reference would not expand
         return new, Placeholder(
             id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
             line_start=1, line_end=max(1, seg.text.count("\n") + 1),
