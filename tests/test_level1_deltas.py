@@ -227,7 +227,9 @@ def test_search_tool_pagination_note_is_the_tools_framing(tmp_path):
     res = comp.compact(json.dumps(msgs))
     back = load_document(emit.render(res, "messages").encode("utf-8"), source="<compacted>")
     first = next(s.text for s in back.segments if s.kind.value == "tool_result")
-    assert re.fullmatch(r"\[search hits: 32 lines in 30 files · ref c-[0-9a-f]{16}\]", first), first
+    # the tool's own notes stay (their numbers are what it reported), the hits go by reference
+    assert re.fullmatch(r"\.\.\. \[12 lines truncated\] \.\.\.\n\[Showing results with pagination = limit: 100, "
+                        r"offset: 0\]\n\[search hits: 32 lines in 30 files · ref c-[0-9a-f]{16}\]", first), first
 
 
 def test_two_edits_of_a_file_are_not_a_reread(tmp_path):
@@ -269,3 +271,17 @@ def test_calls_held_for_deltas_are_bounded(tmp_path):
     _, out = _outputs(comp, msgs)
     assert out[-5].startswith("[re-run of s3 (same call)"), out[-5][:200]  # tests/b: seen recently enough
     assert "re-run of" not in out[-4] and "FAILED tests/test_core.py::test_case_7" in out[-4]  # tests/a: evicted
+
+
+def test_what_the_self_check_holds_is_not_cut(tmp_path):
+    """Search hits with a line the self-check holds (an error statement in the code found) stay as
+    Level 1 left them rather than going by reference and being put back by the self-check at the
+    head of the conversation (which would break every prompt cache)."""
+    comp = Compactor(store=str(tmp_path / "s.sqlite"))
+    hits = "\n".join(f"src/svc/client_{j}.py:{j + 3}:    session = connect(pool_{j})" for j in range(20))
+    hits += '\nsrc/svc/pool.py:88:    log.critical("ERROR: pool exhausted, giving up")'
+    msgs = _conversation([("grep -rn 'connect(' src/svc", hits)])
+    res = comp.compact(json.dumps(msgs))
+    out = emit.render(res, "messages")
+    assert "Back-filled" not in out
+    assert 'log.critical(\\"ERROR: pool exhausted, giving up\\")' in out

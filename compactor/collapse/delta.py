@@ -63,11 +63,13 @@ def _nonempty(lines: list[str]) -> tuple[int, int] | None:
 
 
 def rerun_delta(lines: list[str], failures: Iterable[int], prev_step: str, prev_lines: list[str],
-                prev_failures: Iterable[int], ref: str, prev_named: Iterable[int] = ()) -> str | None:
+                prev_failures: Iterable[int], ref: str, prev_named: Iterable[int] = (),
+                keep: Iterable[int] = ()) -> str | None:
     """A re-run's output (``lines``, with the indexes of its failure lines) shown against the
     previous run of the same call (step ``prev_step``, its failure lines, and among them those
-    that name a failure: a failing test's id, an error statement, not a trace's frames). None
-    when there is nothing to show."""
+    that name a failure: a failing test's id, an error statement, not a trace's frames). ``keep``:
+    more lines of this run shown as they are (numbers it reports). None when there is nothing to
+    show."""
     ends = _nonempty(lines)
     if ends is None:
         return None
@@ -88,7 +90,7 @@ def rerun_delta(lines: list[str], failures: Iterable[int], prev_step: str, prev_
         if s and s not in cur_shapes and s not in seen:
             seen.add(s)
             resolved.append(prev_lines[i].strip())
-    keep = set(fail) | {ends[0], ends[1]}
+    keep = set(fail) | {ends[0], ends[1]} | {i for i in keep if 0 <= i < len(lines)}
     new = [i for i, ln in enumerate(lines) if ln.strip() and shape(ln) not in prev_shapes and i not in keep]
     if len(new) <= MAX_NEW_LINES:
         keep.update(new)
@@ -135,10 +137,12 @@ def read_diff(lines: list[str], view: View, prev_step: str, prev_lines: list[str
     return "\n".join([head, *diff])
 
 
-def view_line(lines: list[str], view: View, ref: str) -> str | None:
-    """An older view of a file, a listing or search hits as one line (after the tool's own first
-    line, such as an editor's "The file x has been updated"), or None when the output is not such
-    a view or too short to be worth it."""
+def view_line(lines: list[str], view: View, ref: str, held: Iterable[int] = ()) -> str | None:
+    """An older view of a file, a listing or search hits as one line, after the tool's own lines
+    (its first line, such as an editor's "The file x has been updated", and its framing, such as a
+    "[… 12 lines truncated …]" note), or None when the output is not such a view, is too short to
+    be worth it, or has a ``held`` line (one the self-check holds to the output) among the lines
+    that would go."""
     if view.kind not in (SOURCE, LISTING, SEARCH):
         return None
     ends = _nonempty(lines)
@@ -163,7 +167,11 @@ def view_line(lines: list[str], view: View, ref: str) -> str | None:
         what = f"search hits: {len(body)} lines" + (f" in {len(files)} files" if files else "")
     if any(view.role(i) not in (CODE, ENTRY, CHROME) and lines[i].strip() for i in body):
         return None  # text that is neither the file nor the tool's framing: not only a view
-    return "\n".join([*head, f"[{placeholder_safe(what)} · ref {ref}]"])
+    framing = [i for i in body if view.role(i) == CHROME]
+    kept = set(framing) | ({first} if head else set())
+    if any(i not in kept for i in held):
+        return None
+    return "\n".join([*head, *(lines[i] for i in framing), f"[{placeholder_safe(what)} · ref {ref}]"])
 
 
 def is_log(view: View) -> bool:

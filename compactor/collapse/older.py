@@ -211,9 +211,20 @@ class OlderPass:
         repeat = self._repeat(seg, spans, failing)
         if chars < _MIN_DUP_CHARS:
             return None
+        held: set[int] | None = None  # the lines of spans the self-check holds to the output
+
+        def held_lines() -> set[int]:
+            nonlocal held
+            if held is None:
+                held = set()
+                for sp in (spans() if callable(spans) else spans):
+                    if sp.family in EVIDENCE_FAMILIES or sp.family == "number":
+                        held.update(range(sp.line_start - 1, sp.line_end))
+            return held
+
         if earlier_exact is None and repeat is not None and repeat[1][1].kind == SOURCE:
             # a file read again that differs: what changed is the diff, not "same up to numbers"
-            change = self._delta(seg, text, repeat)
+            change = self._delta(seg, text, repeat, held_lines())
             if change is not None:
                 return change
             repeat = None
@@ -225,7 +236,7 @@ class OlderPass:
                 line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
             return self._change(seg, text, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
         if repeat is not None:
-            change = self._delta(seg, text, repeat)
+            change = self._delta(seg, text, repeat, held_lines())
             if change is not None:
                 return change
         ev = evidence_spans(seg, list(spans() if callable(spans) else spans),
@@ -237,11 +248,13 @@ class OlderPass:
                 return self._change(seg, text, view, "collapse.old-error", "older error output: evidence kept",
                                     ref, sha)
         elif not failing and seg.text.count("\n") + 1 >= VIEW_MIN_LINES:
+            # (a line the self-check holds, such as an error word in a file's code or a number in
+            # search hits, would be put back by it: such a view stays as Level 1 left it)
             cur = repeat[1] if repeat is not None else None
             view = cur[1] if cur is not None else classify(normalize(seg.text), command=seg.command,
                                                            tool=seg.tool_name)
             ref, sha = _ref(self.store, seg.text)
-            line = view_line(normalize(seg.text).split("\n"), view, ref)
+            line = view_line(normalize(seg.text).split("\n"), view, ref, held_lines())
             if line is not None:
                 return self._change(seg, text, line, "collapse.old-view", "older file view by reference", ref, sha)
         return None
@@ -274,17 +287,21 @@ class OlderPass:
             del self.previous[next(iter(self.previous))]
         return None if prev is None else (prev, cur)
 
-    def _delta(self, seg, text: str, repeat: tuple) -> tuple[str, Placeholder] | None:
+    def _delta(self, seg, text: str, repeat: tuple, held: set[int]) -> tuple[str, Placeholder] | None:
         """A re-run as what changed against the previous run, a re-read as the diff since the last
-        read (:mod:`compactor.collapse.delta`); None when neither applies or is shorter."""
+        read (:mod:`compactor.collapse.delta`); None when neither applies or is shorter. ``held``:
+        the lines the self-check holds to the output (a re-run keeps them; a re-read with any is
+        not cut to its diff)."""
         (pseg, pview, pfails, pnamed), (_, view, fails, _) = repeat
         if view.kind != pview.kind or view.kind not in (LOG, SOURCE):
+            return None
+        if view.kind == SOURCE and held:
             return None
         ref, sha = _ref(self.store, seg.text)
         lines = normalize(seg.text).split("\n")
         plines = normalize(pseg.text).split("\n")
         if view.kind == LOG:
-            new = rerun_delta(lines, fails, pseg.step_id, plines, pfails, ref, pnamed)
+            new = rerun_delta(lines, fails, pseg.step_id, plines, pfails, ref, pnamed, keep=held)
             rule, summary = "collapse.rerun-delta", f"re-run of {pseg.step_id}: what changed"
         else:
             new = read_diff(lines, view, pseg.step_id, plines, pview, ref)
