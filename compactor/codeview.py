@@ -40,7 +40,7 @@ from functools import lru_cache
 from .lazyre import lazy_re
 from .record import Field, Record
 
-__all__ = ["Definition", "View", "call_kind", "classify", "language_of", "split_commands"]
+__all__ = ["Definition", "View", "call_kind", "classify", "is_edit_tool", "language_of", "split_commands"]
 
 SOURCE, DIFF, LISTING, SEARCH, LOG, EMPTY = "source", "diff", "listing", "search", "log", "empty"
 CODE, ENTRY, CHROME, TEXT = "code", "entry", "chrome", "text"
@@ -460,7 +460,8 @@ _CHROME = lazy_re(
     r"\d+ characters elided$|bash-\$$|\$ ?$|"
     r"This is how your edit would have looked if applied|This is the original code before your edit|"
     r"-{20,}$|You either need to 1\) Specify the correct|DO NOT re-run the same failed edit command|"
-    r"Your command ran successfully and did not produce any output\.?$|Please understand the fixes and retry)"
+    r"Your command ran successfully and did not produce any output\.?$|Please understand the fixes and retry|"
+    r"\.\.\. \[\d+ lines truncated\] \.\.\.$|\[Showing results with pagination = limit: \d+, offset: \d+\]$)"
 )
 _VIEWER_ERROR = lazy_re(
     r"^(?:cat|sed|head|tail|nl|less|more|awk|ls|find|grep|rg|tree|bat|git|diff|bash|sh|zsh)(?: \S+)?: |"
@@ -636,6 +637,12 @@ def _sniff(lines: list[str]) -> str:
 
 
 @lru_cache(maxsize=4096)
+def is_edit_tool(tool: str | None) -> bool:
+    """Does the tool change a file (an edit, a write, a patch), its output being at most a
+    snippet of the result?"""
+    return bool(tool) and tool.lower() in _EDIT_TOOLS
+
+
 def call_kind(command: str | None = None, tool: str | None = None, path: str | None = None) -> str:
     """What a call's output will be, from the call alone (no output needed): ``source``,
     ``diff``, ``listing``, ``search``, ``log`` or ``empty``. Cheap: no line is looked at."""

@@ -412,9 +412,15 @@ def _tail_item(esc, dropped: set[str], chosen: list[LadderItem], room: int, sect
         if s.meta or s.kind != SegmentKind.tool_result:
             continue
         ref = _ref(s.text)
-        if ref in picked:
-            continue
-        lines = esc.state.texts[s.id].rstrip().split("\n")
+        shown = esc.state.texts[s.id]
+        original = ref in picked
+        if original:
+            # put back whole as Level 1 left it (a view or a repeat by reference): the room goes to
+            # the end of its original text
+            if normalize(shown).rstrip() == normalize(s.text).rstrip():
+                continue
+            shown = normalize(s.text)
+        lines = shown.rstrip().split("\n")
         cmd = f"`{_first_line(s.command or '')[:200]}` " if s.command else ""
         head = f"{cmd}({s.step_id} · {ref}, " + ("its last {k} of {n} lines)" if lang == "en" else "最后 {k} / {n} 行)")
         left = room - 4 - (0 if _OUTPUTS[lang] in sections else count(_OUTPUTS[lang]) + 2) - count(head) - 4
@@ -423,7 +429,7 @@ def _tail_item(esc, dropped: set[str], chosen: list[LadderItem], room: int, sect
         while k < len(lines) and used + count(lines[-1 - k]) + 1 <= left:
             used += count(lines[-1 - k]) + 1
             k += 1
-        if k == 0 or k == len(lines):
+        if k == 0 or (k == len(lines) and not original):
             return None  # nothing fits, or it would have fitted whole
         text = head.format(k=k, n=len(lines)) + "\n" + "\n".join(lines[-k:])
         return LadderItem(6, "folded output (its end)", text, s.step_id, ref, section=_OUTPUTS[lang],

@@ -28,39 +28,48 @@ import operator
 from typing import Any
 
 
+from ..codeview import LOG, SOURCE, classify, is_edit_tool
 from ..formats.calls import NOT_JSON, call_of, parse_arguments
 from ..models import Placeholder, SegmentKind, ToolCall
 from ..normalize import normalize
 from ..segments import differing, segment_index
 from ..lazyre import lazy_regex
+from .delta import VIEW_MIN_LINES, call_key, read_diff, rerun_delta, view_line
+from .store import content_id
 
 __all__ = ["HardenMemo", "OlderPass", "harden", "evidence_spans", "failing_output", "output_digest", "call_has_body",
            "EVIDENCE_FAMILIES"]
 
 EVIDENCE_FAMILIES = frozenset({"trace", "error", "exit-code", "test-failure"})
+LOCATION_FAMILIES = frozenset({"fileref"})  # kept beside the evidence of an older error output
 _SHAPE = lazy_regex(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _MIN_DUP_CHARS = 120  # shorter outputs cost less than the marker
+_MAX_PREVIOUS = 256  # calls whose last older output is held to show a repeat of it as a delta
 _BODY_LINES = 6  # argument strings with at least this many lines (or _BODY_CHARS) go by reference
 _BODY_CHARS = 400
-_BODY_KEYS = ("file_text", "new_str", "old_str", "new_string", "old_string", "content", "new_content", "code", "text",
+_BODY_KEYS = ("file_text", "new_str", "old_str", "new_string", "old_string", "oldText", "newText", "old_text", "new_text",
+              "content", "new_content", "code", "text",
               "patch", "diff",
               "insert_text", "command", "cmd", "script", "input")
 
 
 def _ref(store, text: str) -> tuple[str, str]:
+    """(the store id, the sha256) ``text`` has; it is put in the store only when a replacement
+    that refers to it is used (:meth:`OlderPass._change`)."""
     data = text.encode("utf-8", errors="surrogatepass")
-    return store.put(data), hashlib.sha256(data).hexdigest()
+    return content_id(data), hashlib.sha256(data).hexdigest()
 
 
 def _est(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def evidence_spans(seg, spans) -> list:
+def evidence_spans(seg, spans, families: frozenset[str] = EVIDENCE_FAMILIES) -> list:
     """The evidence spans of a tool output that are evidence of what happened: not lines of a
     file the output shows (a ``raise ValueError`` in a ``cat`` of a source file), not file names
-    of a listing, not the tool's own framing (:mod:`compactor.codeview`)."""
-    ev = [sp for sp in spans if sp.family in EVIDENCE_FAMILIES]
+    of a listing, not the tool's own framing (:mod:`compactor.codeview`). ``families``: the span
+    families looked at (the evidence families by default)."""
+    ev = [sp for sp in spans if sp.family in families]
     if not ev or seg.kind != SegmentKind.tool_result:
         return ev
     from ..codeview import LOG, classify
@@ -99,14 +108,18 @@ def _gap(n: int, ref: str) -> str:
 
 
 def _evidence_view(text: str, spans, ref: str) -> str | None:
-    """The output's first line, every line of its evidence spans, one marker per gap."""
+    """The output's first line, every line of its evidence spans and of its locations (a
+    ``path:line`` in a run's output, such as a warning's ``x.py:557: UserWarning``, is a frame),
+    one marker per gap. None when it has no evidence span."""
     norm = normalize(text)
     lines = norm.split("\n")
     keep: set[int] = set()
+    evidence = False
     for sp in spans:
-        if sp.family in EVIDENCE_FAMILIES:
+        if sp.family in EVIDENCE_FAMILIES or sp.family in LOCATION_FAMILIES:
+            evidence = evidence or sp.family in EVIDENCE_FAMILIES
             keep.update(range(sp.line_start - 1, min(sp.line_end, len(lines))))
-    if not keep:
+    if not evidence:
         return None
     first = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
     keep.add(first)
@@ -169,13 +182,17 @@ class OlderPass:
     is older than the recent window, whether it fails, and which calls may be shortened (calls of
     a step before the first recent output, none of whose outputs fails)."""
 
-    __slots__ = ("store", "count", "seen_exact", "seen_shape")
+    __slots__ = ("store", "count", "seen_exact", "seen_shape", "previous")
 
-    def __init__(self, store, counter, seen_exact: dict | None = None, seen_shape: dict | None = None) -> None:
+    def __init__(self, store, counter, seen_exact: dict | None = None, seen_shape: dict | None = None,
+                 previous: dict | None = None) -> None:
         self.store = store
         self.count = counter.count
         self.seen_exact: dict[bytes, str] = {} if seen_exact is None else seen_exact
         self.seen_shape: dict[bytes, str] = {} if seen_shape is None else seen_shape
+        # call key -> (segment, its view, its failure lines, those naming a failure) of the last older output of
+        # that call: what a re-run or a re-read is shown against (:mod:`compactor.collapse.delta`)
+        self.previous: dict[str, tuple] = {} if previous is None else previous
 
     def result(self, seg, text: str, spans, *, old: bool, failing: bool,
                digest: tuple[int, bytes, bytes] | None = None) -> tuple[str, Placeholder] | None:
@@ -189,8 +206,28 @@ class OlderPass:
         self.seen_exact.setdefault(exact, seg.step_id)
         if not failing:
             self.seen_shape.setdefault(shape, seg.step_id)
-        if not old or chars < _MIN_DUP_CHARS:
+        if not old:
             return None
+        repeat = self._repeat(seg, spans, failing)
+        if chars < _MIN_DUP_CHARS:
+            return None
+        held: set[int] | None = None  # the lines of spans the self-check holds to the output
+
+        def held_lines() -> set[int]:
+            nonlocal held
+            if held is None:
+                held = set()
+                for sp in (spans() if callable(spans) else spans):
+                    if sp.family in EVIDENCE_FAMILIES or sp.family == "number":
+                        held.update(range(sp.line_start - 1, sp.line_end))
+            return held
+
+        if earlier_exact is None and repeat is not None and repeat[1][1].kind == SOURCE:
+            # a file read again that differs: what changed is the diff, not "same up to numbers"
+            change = self._delta(seg, text, repeat, held_lines())
+            if change is not None:
+                return change
+            repeat = None
         if earlier_exact is not None or earlier_shape is not None:
             ref, sha = _ref(self.store, seg.text)
             if earlier_exact is not None:
@@ -198,32 +235,108 @@ class OlderPass:
             else:
                 line = f"[same as {earlier_shape} up to numbers · ref {ref}]"
             return self._change(seg, text, line, "collapse.same-as", line[1:].split(" · ref")[0], ref, sha)
-        ev = evidence_spans(seg, list(spans() if callable(spans) else spans)) if failing else []
+        if repeat is not None:
+            change = self._delta(seg, text, repeat, held_lines())
+            if change is not None:
+                return change
+        ev = evidence_spans(seg, list(spans() if callable(spans) else spans),
+                            EVIDENCE_FAMILIES | LOCATION_FAMILIES) if failing else []
         if ev:
             ref, sha = _ref(self.store, seg.text)
             view = _evidence_view(seg.text, ev, ref)
             if view is not None:
                 return self._change(seg, text, view, "collapse.old-error", "older error output: evidence kept",
                                     ref, sha)
+        elif not failing and seg.text.count("\n") + 1 >= VIEW_MIN_LINES:
+            # (a line the self-check holds, such as an error word in a file's code or a number in
+            # search hits, would be put back by it: such a view stays as Level 1 left it)
+            cur = repeat[1] if repeat is not None else None
+            view = cur[1] if cur is not None else classify(normalize(seg.text), command=seg.command,
+                                                           tool=seg.tool_name)
+            ref, sha = _ref(self.store, seg.text)
+            line = view_line(normalize(seg.text).split("\n"), view, ref, held_lines())
+            if line is not None:
+                return self._change(seg, text, line, "collapse.old-view", "older file view by reference", ref, sha)
         return None
+
+    def _repeat(self, seg, spans, failing: bool) -> tuple | None:
+        """Record an older output as the last of its call; return (the previous one of the same
+        call, this one) as (segment, view, failure lines) pairs, or None when it is the first."""
+        key = call_key(seg.tool_name, seg.command)
+        if key is None or is_edit_tool(seg.tool_name):  # two edits of a file are not a re-read
+            return None
+        view = classify(normalize(seg.text), command=seg.command, tool=seg.tool_name)
+        if view.kind not in (LOG, SOURCE):  # only runs and file views are shown as deltas
+            return None
+        fails: tuple[int, ...] = ()
+        named: tuple[int, ...] = ()
+        if failing and view.kind == LOG:
+            lines: set[int] = set()
+            by_family: dict[str, set[int]] = {}
+            for sp in evidence_spans(seg, list(spans() if callable(spans) else spans)):
+                lines.update(range(sp.line_start - 1, sp.line_end))
+                if not sp.rule_id.endswith(".summary"):  # a run's counts are not a failure's name
+                    by_family.setdefault(sp.family, set()).update(range(sp.line_start - 1, sp.line_end))
+            fails = tuple(sorted(lines))
+            # what names a failure: the failing tests' lines, else the error statements
+            named = tuple(sorted(by_family.get("test-failure", set()) | by_family.get("error", set())))
+        cur = (seg, view, fails, named)
+        prev = self.previous.pop(key, None)
+        self.previous[key] = cur  # the most recently seen call last
+        if len(self.previous) > _MAX_PREVIOUS:  # bounded (a streamed file): the longest unseen call goes
+            del self.previous[next(iter(self.previous))]
+        return None if prev is None else (prev, cur)
+
+    def _delta(self, seg, text: str, repeat: tuple, held: set[int]) -> tuple[str, Placeholder] | None:
+        """A re-run as what changed against the previous run, a re-read as the diff since the last
+        read (:mod:`compactor.collapse.delta`); None when neither applies or is shorter. ``held``:
+        the lines the self-check holds to the output (a re-run keeps them; a re-read with any is
+        not cut to its diff)."""
+        (pseg, pview, pfails, pnamed), (_, view, fails, _) = repeat
+        if view.kind != pview.kind or view.kind not in (LOG, SOURCE):
+            return None
+        if view.kind == SOURCE and held:
+            return None
+        ref, sha = _ref(self.store, seg.text)
+        lines = normalize(seg.text).split("\n")
+        plines = normalize(pseg.text).split("\n")
+        if view.kind == LOG:
+            new = rerun_delta(lines, fails, pseg.step_id, plines, pfails, ref, pnamed, keep=held)
+            rule, summary = "collapse.rerun-delta", f"re-run of {pseg.step_id}: what changed"
+        else:
+            new = read_diff(lines, view, pseg.step_id, plines, pview, ref)
+            rule, summary = "collapse.reread-diff", f"read again: diff since {pseg.step_id}"
+        if new is None:
+            return None
+        # longer than Level 1's own text (a one-line summary, a read's line range), a delta is
+        # still shown when it tells what changed (the diff, the failures resolved) in at most a
+        # third of the output's tokens
+        tells = view.kind == SOURCE or "\nresolved since " in new
+        return self._change(seg, text, new, rule, summary, ref, sha,
+                            or_below=self.count(seg.text) // 3 if tells else 0)
 
     def call(self, seg, text: str) -> tuple[str, Placeholder] | None:
         """A call that may be shortened, with its current ``text``: each long argument body by
         reference (see :func:`call_has_body`)."""
         if not call_has_body(text):
             return None
-        ref = self.store.put(seg.text.encode("utf-8", errors="surrogatepass"))
+        ref, sha = _ref(self.store, seg.text)
         new = _shorten_args(text, ref, call_of(seg))
         if new is None:
             return None
-        sha = hashlib.sha256(seg.text.encode("utf-8", errors="surrogatepass")).hexdigest()
         return self._change(seg, text, new, "collapse.call-body", "call argument body", ref, sha)
 
     def _change(self, seg, cur: str, new: str, rule: str, summary: str, ref: str,
-                sha: str) -> tuple[str, Placeholder] | None:
-        """A replacement, used only when it is shorter than the current text."""
-        if new == cur or self.count(new) >= self.count(cur):
+                sha: str, or_below: int = 0) -> tuple[str, Placeholder] | None:
+        """A replacement, used only when it is shorter than the current text (or, with
+        ``or_below``, at most that many tokens)."""
+        if new == cur:
             return None
+        n = self.count(new)
+        if n >= self.count(cur) and n > or_below:
+            return None
+        if self.store.put(seg.text.encode("utf-8", errors="surrogatepass")) != ref:
+            return None  # a store that names content otherwise: the reference would not expand
         return new, Placeholder(
             id=ref, rule_id=rule, summary=summary, sha256=sha, segment_id=seg.id,
             line_start=1, line_end=max(1, seg.text.count("\n") + 1),
@@ -253,6 +366,7 @@ class HardenMemo:
         self.spans: list[tuple] = []
         self.seen_exact: dict[bytes, str] = {}
         self.seen_shape: dict[bytes, str] = {}
+        self.previous: dict[str, tuple] = {}  # call key -> the last older output of that call
         self.changes: dict[str, str] = {}
         self.placeholders: list[Placeholder] = []
         self.runs: int | None = None  # the conversation's outcome log runs at the last call
@@ -403,7 +517,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
         memo.generation = idx.generation
     log = getattr(getattr(state, "conversation", None), "outcome_log", None)
     memo.runs = log.runs if log is not None else None
-    step = OlderPass(store, counter, memo.seen_exact, memo.seen_shape)
+    step = OlderPass(store, counter, memo.seen_exact, memo.seen_shape, memo.previous)
     settled = True  # still extending the memo's settled prefix
 
     def apply(seg, change) -> None:
@@ -432,6 +546,7 @@ def harden(state, store, counter, memo: HardenMemo | None = None) -> None:
                 memo.spans.append(spans_of(seg) if seg.kind == SegmentKind.tool_result else no_spans)
             else:  # the rest is decided again next time: first-seen entries go to a copy
                 step.seen_exact, step.seen_shape = dict(step.seen_exact), dict(step.seen_shape)
+                step.previous = dict(step.previous)
         if seg.meta:
             continue
         if seg.kind == SegmentKind.tool_result:
