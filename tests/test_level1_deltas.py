@@ -285,3 +285,32 @@ def test_what_the_self_check_holds_is_not_cut(tmp_path):
     out = emit.render(res, "messages")
     assert "Back-filled" not in out
     assert 'log.critical(\\"ERROR: pool exhausted, giving up\\")' in out
+
+
+def _lint_out(errors: list[tuple[int, int, str]]) -> str:
+    """A linter that prints each diagnostic's location on a line of its own above its message."""
+    lines = ["> app@1.0.0 check", "> biome check src", ""]
+    lines += [f"  checked src/module_{k:02d}.ts (no diagnostics, {k % 7 + 1} rules applied)" for k in range(60)]
+    for ln, col, msg in errors:
+        lines += [f"src/core/session.ts:{ln}:{col} parse " + "━" * 40, "", f"  × {msg}", "",
+                  f"    {ln - 1} │   private queue: string[] = [];", f"  > {ln} │   resume?: boolean", ""]
+    lines += [f"Checked 42 files in 18ms. Found {len(errors)} errors.", "check ━━━━━━━━━━", "",
+              "  × Some errors were emitted while running checks."]
+    return "\n".join(lines)
+
+
+def test_a_rerun_keeps_each_failure_with_its_location(tmp_path):
+    """A linter's failure whose location is a line of its own (above the message): the re-run's
+    delta keeps the location with the failure, new and still failing."""
+    comp = Compactor(store=str(tmp_path / "s.sqlite"))
+    first = _lint_out([(205, 2, "expected a semicolon to end the class property, but found none")])
+    second = _lint_out([(205, 2, "expected a semicolon to end the class property, but found none"),
+                        (218, 19, "Expected an identifier, a string literal or a number literal")])
+    msgs = _conversation([("npm run check", first), ("sed -i s/a/b/ src/core/session.ts", ""),
+                          ("npm run check", second)])
+    _, out = _outputs(comp, msgs)
+    delta = out[2]
+    assert delta.startswith("[re-run of s2 (same call)"), delta[:200]
+    for ln, col in ((205, 2), (218, 19)):
+        assert f"src/core/session.ts:{ln}:{col} parse " + "━" * 40 in delta, delta
+    assert "× Expected an identifier, a string literal or a number literal" in delta

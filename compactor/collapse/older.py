@@ -64,6 +64,9 @@ def _est(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+_LOCATION_REACH = 2  # lines between a failure and its location printed apart (a blank between)
+
+
 def evidence_spans(seg, spans, families: frozenset[str] = EVIDENCE_FAMILIES) -> list:
     """The evidence spans of a tool output that are evidence of what happened: not lines of a
     file the output shows (a ``raise ValueError`` in a ``cat`` of a source file), not file names
@@ -273,10 +276,19 @@ class OlderPass:
         if failing and view.kind == LOG:
             lines: set[int] = set()
             by_family: dict[str, set[int]] = {}
-            for sp in evidence_spans(seg, list(spans() if callable(spans) else spans)):
+            all_spans = list(spans() if callable(spans) else spans)
+            for sp in evidence_spans(seg, all_spans):
                 lines.update(range(sp.line_start - 1, sp.line_end))
                 if not sp.rule_id.endswith(".summary"):  # a run's counts are not a failure's name
                     by_family.setdefault(sp.family, set()).update(range(sp.line_start - 1, sp.line_end))
+            # a failure's location printed on a line of its own next to it (a linter's
+            # 'src/a.ts:205:2 parse ━━━' header above its message, a '╭─[flake.nix:192:18]' below)
+            # goes with it: a failure shown without where it is cannot be acted on
+            if lines:
+                near = frozenset(lines)
+                lines.update(i for sp in all_spans if sp.family == "fileref"
+                             for i in range(sp.line_start - 1, sp.line_end)
+                             if any(j in near for j in range(i - _LOCATION_REACH, i + _LOCATION_REACH + 1)))
             fails = tuple(sorted(lines))
             # what names a failure: the failing tests' lines, else the error statements
             named = tuple(sorted(by_family.get("test-failure", set()) | by_family.get("error", set())))
