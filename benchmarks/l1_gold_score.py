@@ -15,7 +15,7 @@ whitespace-normalised text is a substring of the normalised output, or its JSON-
 (as it reads inside tool-call arguments), the comparison ``benchmarks/gold.py`` uses; items are
 de-duplicated per run.
 
-    PYTHONPATH=. python benchmarks/l1_gold_score.py --gold ../briefs/l1gold [--json out.json]
+    PYTHONPATH=. python benchmarks/l1_gold_score.py --gold benchmarks/l1_gold [--json out.json]
 
 Prints one row a run and one a layout (Markdown), and the missed items on stderr. A gold file
 that is not such an object, or names a run that does not exist, stops the scorer with one line
