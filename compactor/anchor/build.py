@@ -10,7 +10,6 @@ no duplicates, and an item's status (superseded, resolved, done) is never reset 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -39,7 +38,7 @@ from ..models import (
     UserConstraint,
 )
 from ..codeview import View, call_kind, classify, split_commands
-from ..formats.calls import call_of, parse_arguments, vocabulary
+from ..formats.calls import call_of, json_task_text, parse_arguments, vocabulary
 from ..normalize import normalize
 from . import cues as C
 from .cues import CUES
@@ -324,30 +323,6 @@ _ASK = lazy_regex(r"(?i)\b(?:please|can you|could you|I want you to|I need you t
 _ROLE_LINE = lazy_regex(r"(?i)^you are (?:an?|the) ")
 
 
-_TASK_KEY = lazy_regex(r"\b(?:problem|issue|bug|task description|request|question)\b|_statement$", C.regex.I)
-
-
-def _json_task(text: str) -> str:
-    """A task a harness sends as a JSON object (``{"Overall task": ..., "Instructions":
-    {"Problem description": ...}}``): the text of its problem / issue field, else of its first
-    string field; '' when the text is no such object. Its first line ("{") is never the goal."""
-    if not text.startswith("{") or not text.endswith("}"):
-        return ""
-    try:
-        data = json.loads(text, strict=False)  # (raw newlines inside its strings, as harnesses write them)
-    except ValueError:
-        return ""
-    found: list[tuple[bool, str]] = []
-
-    def walk(v: Any, key: str) -> None:
-        if isinstance(v, dict):
-            for k, x in v.items():
-                walk(x, str(k))
-        elif isinstance(v, str) and v.strip():
-            found.append((bool(_TASK_KEY.search(key)), v.strip()))
-
-    walk(data, "")
-    return next((v for named, v in found if named), found[0][1] if found else "")
 
 
 def _condense_request(text: str) -> str:
@@ -357,7 +332,7 @@ def _condense_request(text: str) -> str:
     the first line (an issue's title), with the next one when it is very short.
     """
     t = text.strip()
-    inner = _json_task(t)
+    inner = json_task_text(t)
     if inner:
         t = inner
     if len(t) <= _REQUEST_CHARS:

@@ -16,10 +16,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from ..errors import RuleError
+from ..lazyre import lazy_regex
 from ..models import CallKind, ToolCall
 
-__all__ = ["VOCABULARY_PATH", "NOT_JSON", "ToolSpec", "Vocabulary", "call_of", "command_value", "load_vocabulary", "make_call", "norm_tool_name",
+__all__ = ["VOCABULARY_PATH", "NOT_JSON", "json_task_text", "ToolSpec", "Vocabulary", "call_of", "command_value", "load_vocabulary", "make_call", "norm_tool_name",
            "parse_arguments", "vocabulary"]
 
 VOCABULARY_PATH = Path(__file__).with_name("tools.toml")
@@ -307,3 +310,29 @@ def call_of(segment: Any) -> ToolCall:
     if call is None:
         call = make_call(segment.tool_name, segment.text, segment.command)
     return call
+
+
+_TASK_KEY = lazy_regex(r"\b(?:problem|issue|bug|task description|request|question)\b|_statement$", regex.I)
+
+
+def json_task_text(text: str) -> str:
+    """A task a harness sends as a JSON object (``{"Overall task": ..., "Instructions":
+    {"Problem description": ...}}``): the text of its problem / issue field, else of its first
+    string field; '' when the text is no such object. Its first line ("{") is never the goal."""
+    if not text.startswith("{") or not text.endswith("}"):
+        return ""
+    try:
+        data = json.loads(text, strict=False)  # (raw newlines inside its strings, as harnesses write them)
+    except ValueError:
+        return ""
+    found: list[tuple[bool, str]] = []
+
+    def walk(v: Any, key: str) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, str(k))
+        elif isinstance(v, str) and v.strip():
+            found.append((bool(_TASK_KEY.search(key)), v.strip()))
+
+    walk(data, "")
+    return next((v for named, v in found if named), found[0][1] if found else "")
