@@ -487,3 +487,22 @@ def test_with_every_turn_folded_fold_more_makes_room_by_shortening_the_anchor(tm
     # nothing more to fold and no more room asked for: nothing to do
     assert steps.fold_more(esc, more, budget, keep_recent=6, batch=1, need=0) is None
 
+
+def test_the_room_reserved_for_the_fill_holds_when_the_self_check_back_fills(tmp_path):
+    """The self-check's back-fill comes on top of the shortened anchor: the room asked for is
+    held on the candidate as written, not only on the anchor (in this run the back-fill took
+    about 400 tokens of the room reserved, and the fill left a folded dead end behind)."""
+    from conftest import CORPUS
+
+    path = CORPUS.parent / "trajectories-extra" / "claude-code-chat-json" / "templar.lint-fix.chat.json"
+    if not path.exists():
+        pytest.skip("run not in the shared data")
+    comp = Compactor(store=str(tmp_path / "s"))
+    budget = math.ceil(sum(COUNT(s.text) for s in load_document(str(path)).segments) * 0.15)
+    esc, _ = escalation(comp, str(path), budget)
+    dropped = {sid for u in esc.units if not u.pinned for sid in u.ids}
+    whole = esc.try_fit(dropped, budget)
+    assert whole is not None and whole[0][2].missing  # the premise: the self-check back-fills
+    for reserve in (budget // 5, budget // 4, budget // 3):
+        part = esc.try_fit(dropped, budget, reserve=reserve)
+        assert part is not None and part[1] <= budget - reserve < whole[1], (reserve, part and part[1], whole[1])
