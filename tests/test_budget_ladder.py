@@ -371,13 +371,46 @@ def test_fold_more_folds_in_one_step_as_many_batches_as_the_room_asked_for_needs
     assert freed - sum(esc.weights[i] for u in last for i in u.ids) < need  # ... and one batch less would not do
 
 
+def edited_session(turns: int = 40) -> list[dict]:
+    """The long session with an edit after every command: a handler file changed per turn, with
+    the decision behind it. What the anchor records of them (each change, each file touched) is
+    what shortening it drops first, so with every turn folded the anchor is most of the output."""
+    out: list[dict] = []
+    for m in long_session(turns, (3, 9, 15, 30), listing=60):
+        out.append(m)
+        if m["role"] != "tool":
+            continue
+        i = int(m["tool_call_id"][1:])
+        path = f"/repo/src/app/handlers/h{i}.py"
+        args = json.dumps({"command": "str_replace", "path": path,
+                           "old_str": f"    conn = pool.acquire()\n    return handle_{i}(conn, r)",
+                           "new_str": f"    with pool.acquire() as conn:\n        return handle_{i}(conn, r)"})
+        out.append({"role": "assistant", "content": f"Decided to wrap handler {i} in a context manager because its "
+                                                    f"connection leaks when handle_{i} raises.",
+                    "tool_calls": [{"id": f"e{i}", "type": "function",
+                                    "function": {"name": "str_replace_editor", "arguments": args}}]})
+        out.append({"role": "tool", "tool_call_id": f"e{i}",
+                    "content": f"The file {path} has been edited. Here's the result of running `cat -n` on a snippet:\n"
+                               f"    12\t    with pool.acquire() as conn:\n    13\t        return handle_{i}(conn, r)\n"
+                               "Review the changes and make sure they are as expected."})
+    return out
+
+
 def every_turn_folded(tmp_path):
-    """An escalation of the synthetic session at 20% of its Level 1 size, and every free turn."""
+    """An escalation of the edited session at 20% of its Level 1 size, and every free turn.
+
+    The tests on it are about the room a shortened anchor leaves: they mean something only while
+    the anchor, every turn folded and nothing reserved, takes more than two thirds of the budget
+    (else nothing has to be shortened to leave a third free). That premise is checked here, so a
+    smaller anchor fails the fixture instead of voiding the tests."""
     comp = Compactor(store=str(tmp_path / "s"))
-    msgs = long_session(40, (3, 9, 15, 30), listing=60)
+    msgs = edited_session()
     budget = int(l1_written(comp, msgs) * 0.2)
     esc, _ = escalation(comp, msgs, budget)
-    return esc, budget, {sid for u in esc.units if not u.pinned for sid in u.ids}
+    dropped = {sid for u in esc.units if not u.pinned for sid in u.ids}
+    whole = _Escalation(esc.comp, esc.state, esc.full, budget).try_fit(dropped, budget)  # (esc left as it was)
+    assert whole is not None and whole[1] > budget - budget // 3, (whole and whole[1], budget)
+    return esc, budget, dropped
 
 
 def test_a_shortened_anchor_leaves_the_room_reserved_for_the_fill(tmp_path):
@@ -453,3 +486,23 @@ def test_with_every_turn_folded_fold_more_makes_room_by_shortening_the_anchor(tm
     assert more.total <= budget - budget // 4 < fit.total
     # nothing more to fold and no more room asked for: nothing to do
     assert steps.fold_more(esc, more, budget, keep_recent=6, batch=1, need=0) is None
+
+
+def test_the_room_reserved_for_the_fill_holds_when_the_self_check_back_fills(tmp_path):
+    """The self-check's back-fill comes on top of the shortened anchor: the room asked for is
+    held on the candidate as written, not only on the anchor (in this run the back-fill took
+    about 400 tokens of the room reserved, and the fill left a folded dead end behind)."""
+    from conftest import CORPUS
+
+    path = CORPUS.parent / "trajectories-extra" / "claude-code-chat-json" / "templar.lint-fix.chat.json"
+    if not path.exists():
+        pytest.skip("run not in the shared data")
+    comp = Compactor(store=str(tmp_path / "s"))
+    budget = math.ceil(sum(COUNT(s.text) for s in load_document(str(path)).segments) * 0.15)
+    esc, _ = escalation(comp, str(path), budget)
+    dropped = {sid for u in esc.units if not u.pinned for sid in u.ids}
+    whole = esc.try_fit(dropped, budget)
+    assert whole is not None and whole[0][2].missing  # the premise: the self-check back-fills
+    for reserve in (budget // 5, budget // 4, budget // 3):
+        part = esc.try_fit(dropped, budget, reserve=reserve)
+        assert part is not None and part[1] <= budget - reserve < whole[1], (reserve, part and part[1], whole[1])

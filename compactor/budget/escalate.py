@@ -241,22 +241,32 @@ class _Escalation:
 
     def try_fit(self, dropped: set[str], budget: int, reserve: int = 0):
         """Level 3 on one set of dropped turns: shorten the anchor to the room left (less
-        ``reserve``, kept free for the fill). Returns the rendered candidate that fits, or None."""
-        room = budget - self.kept_tokens(dropped) - self.overhead(dropped, 3) - max(0, reserve)
+        ``reserve``, kept free for the fill). Returns the rendered candidate that fits, or None.
+
+        The reserve is held on the candidate as written, not only on the anchor: the self-check's
+        back-fill comes on top of the shortened anchor, so while the candidate takes more than
+        ``budget - reserve`` the anchor is shortened again by what it takes over. When the anchor
+        cannot go lower (its critical items), the smallest candidate within ``budget`` is returned."""
+        target = budget - max(0, reserve)
+        room = target - self.kept_tokens(dropped) - self.overhead(dropped, 3)
+        best = None
         for _ in range(_MAX_RETRIES):
             if room < 1:
-                return None
+                break
             try:
                 cand = self.render(dropped, 3, room)
             except BudgetError:
-                return None
+                break
             total = self.total(dropped, cand[0])
             self.achieved.append(total)
-            if total <= budget:
-                return cand, total
-            self.best_over = total if self.best_over is None else min(self.best_over, total)
-            room -= (total - budget)  # strictly smaller room next time
-        return None
+            if total <= budget and (best is None or total < best[1]):
+                best = (cand, total)
+            if total <= target:
+                break
+            if total > budget:
+                self.best_over = total if self.best_over is None else min(self.best_over, total)
+            room -= (total - target)  # strictly smaller room next time
+        return best
 
     def minimum(self) -> int | None:
         """The smallest output escalation can reach: every free turn folded, the anchor cut to its
