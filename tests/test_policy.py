@@ -51,8 +51,9 @@ def _listing(i: int, n: int = 60) -> str:
                      for j in range(n))
 
 
-def session(turns: int = 30, *, switch: bool = True) -> list[dict]:
-    """A debugging session: request X, an error, a dead end, a decision, then request Y."""
+def session(turns: int = 30, *, switch: bool = True, notes: bool = False) -> list[dict]:
+    """A debugging session: request X, an error, a dead end, a decision, then request Y.
+    ``notes``: the agent also says what it read at each search (prose Level 1 keeps whole)."""
     msgs: list[dict] = [{"role": "system", "content": "You are a coding agent. Use the bash tool."},
                         {"role": "user", "content": REQUEST_X}]
     for i in range(turns):
@@ -66,6 +67,12 @@ def session(turns: int = 30, *, switch: bool = True) -> list[dict]:
             msgs += [{"role": "user", "content": REQUEST_Y}]
         else:
             msgs += [_call(i, f"grep -rn handler_{i} src/config"), _result(i, _listing(i))]
+            if notes:
+                msgs += [{"role": "assistant", "content": (
+                    f"handler_{i} is registered in src/config/handlers.py and reads its settings through the "
+                    f"shared loader; its section of the config holds the timeout, the retry count and the "
+                    f"queue name, and none of them is parsed differently from the other handlers, so the "
+                    f"parse error is not specific to handler_{i}. Moving on to the next handler.")}]
     return msgs
 
 
@@ -324,7 +331,9 @@ def test_module_level_compact_never_shares_level3_state_between_conversations():
 
 
 def test_budget_levels_are_monotone_and_always_fit_or_fail_cleanly(comp):
-    msgs = session(40)
+    # (the agent's notes at each step: Level 1 shortens older search hits to a line, so without
+    # them folding turns would save less than the anchor costs and no budget would stop at Level 2)
+    msgs = session(40, notes=True)
     l1 = comp.compact(msgs).report.tokens_after
     seen_levels = []
     for frac in (1.2, 0.8, 0.5, 0.3, 0.2, 0.1, 0.05, 0.01):

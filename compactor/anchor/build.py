@@ -713,8 +713,10 @@ class _State:
             self.constraints[cid] = UserConstraint(id=cid, source_step=step, text=t)
 
     def _add_fact(self, text: str, step: str, via: str) -> None:
-        if C.CHROME_FACT.match(text.strip()):
-            return  # tool banners, package-manager chatter, cost lines: chrome, not facts
+        if C.CHROME_FACT.match(text.strip()) or S.chrome_fact(text):
+            # tool banners, package-manager chatter, cost lines, what a search or listing prints:
+            # chrome, not facts (not taken in, so a streamed fold and the list agree)
+            return
         fid = item_id("fa", text)
         if fid not in self.facts:
             if via:

@@ -391,11 +391,12 @@ def open_questions(items: list[OpenQuestion]) -> list[OpenQuestion]:
 def facts(items: list[Fact]) -> list[Fact]:
     """Facts, without harness, frontend and tool-notice chrome (what an install reports it
     installed stays a fact)."""
-    return [f for f in items if not _chrome_fact(f.text)]
+    return [f for f in items if not chrome_fact(f.text)]
 
 
 @lru_cache(maxsize=4096)
-def _chrome_fact(text: str) -> bool:
+def chrome_fact(text: str) -> bool:
+    """A line of chrome, not a fact (a harness or frontend notice, a search hit, a listing)."""
     return chrome_line(text, outcome=False) or bool(TOOL_CHROME.match(text.strip()))
 
 
