@@ -55,7 +55,7 @@ def _check_against_unmemoised(a: Anchor) -> None:
     # each section derived again from what the anchor shows, without memo, is what it shows
     assert S.changes(list(a.changes_made), run) == a.changes_made
     assert S.failed_approaches(list(a.failed_attempts), run, a.changes_made) == a.failed_attempts
-    assert S.evidence(list(a.key_evidence), run) == a.key_evidence
+    assert S.evidence(list(a.key_evidence), run, failed=list(a.failed_attempts)) == a.key_evidence
     assert _failed_call_changes(a) == []
 
 
@@ -127,8 +127,8 @@ def _unmemoised_turns(segments, spans, monkeypatch):
             monkeypatch.setattr(S, name, lambda items, run, net, memo=None, idx=None, _o=orig:
                                 _o(items, run, net, None, idx))
         else:
-            monkeypatch.setattr(S, name, lambda items, run, memo=None, searched=None, _o=orig:
-                                _o(items, run, None, searched))
+            monkeypatch.setattr(S, name, lambda items, run, memo=None, searched=None, failed=None, idx=None, _o=orig:
+                                _o(items, run, None, searched, failed, idx))
     try:
         return _turns(segments, spans)[0]
     finally:

@@ -1498,13 +1498,16 @@ class _State:
         searched = S.searched_steps(run) if run.calls else frozenset()
         facts = raw["facts_learned"]
         if not isinstance(self.facts, FactLedger):
-            facts = kept("run_facts", (facts,), lambda: S.facts(facts))
+            facts = kept("run_facts", (facts, searched), lambda: S.facts(facts, searched))
+        failed = kept("run_failed", (rev, raw["failed_attempts"], net),
+                      lambda: S.failed_approaches(raw["failed_attempts"], run, net, memo, idx))
         return ({
-            "failed_attempts": kept("run_failed", (rev, raw["failed_attempts"], net),
-                                    lambda: S.failed_approaches(raw["failed_attempts"], run, net, memo, idx)),
-            # (evidence reads the run's errors and which steps only searched: kept while they are the same)
-            "key_evidence": kept("run_evidence", (run.calls > 0, run.errors, searched, raw["key_evidence"]),
-                                 lambda: S.evidence(raw["key_evidence"], run, memo, searched)),
+            "failed_attempts": failed,
+            # (evidence reads the run's errors, its recent steps and command families, which steps
+            # only searched and the failed approaches: kept while they are the same)
+            "key_evidence": kept("run_evidence", (run.calls > 0, run.errors, run.steps, run.families, searched,
+                                                  failed, raw["key_evidence"]),
+                                 lambda: S.evidence(raw["key_evidence"], run, memo, searched, failed, idx)),
             "dead_ends": raw["dead_ends"],
             "facts_learned": facts,
             "decisions_made": kept("run_decisions", (raw["decisions_made"],),
@@ -1590,7 +1593,8 @@ class _State:
         if not code:
             return None
         last_change = max(_step_num(c.source_step) for c in code)
-        checks = [_step_num(e.source_step) for e in a.key_evidence if e.family == "verification"]
+        # (a passing check is not shown as evidence: the builder's table still holds it)
+        checks = [_step_num(e.source_step) for e in self.evidence.values() if e.family == "verification"]
         if checks and max(checks) > last_change:
             return None
         step = max((c.source_step for c in code), key=_step_num)
