@@ -45,6 +45,8 @@ def _call(cid: str, cmd: str) -> dict:
 
 def _run(edit_after: bool) -> list[dict]:
     msgs = [{"role": "user", "content": "Fix the crash of parse() in /repo/app.py."},
+            _call("c0", "sed -i 's/int(x)/int(x.strip())/' /repo/app.py"),
+            {"role": "tool", "tool_call_id": "c0", "content": ""},
             _call("c1", "python /repo/repro.py"),
             {"role": "tool", "tool_call_id": "c1", "content": "Traceback (most recent call last):\n"
              "  File \"/repo/app.py\", line 3, in parse\n    return int(x)\n"
@@ -65,6 +67,7 @@ def test_an_error_a_later_change_moved_past_is_stale_at_hand_in():
 
 
 def test_the_same_error_with_no_change_after_it_is_live_at_hand_in():
+    # (the change came before the failing run: the handed-in code is what failed)
     a = compact(_run(edit_after=False), format="openai-chat").anchor
     assert a.cursor.run.status == "submitted"
     assert "ValueError: invalid literal for int()" in a.live_failure

@@ -743,9 +743,10 @@ class RunFold:
             return  # handed in with a failure stated: the errors keep their state
         for sig, e in list(self.errors.items()):
             if e.state == "live":
-                if (_step_no(e.last_step) > _step_no(self.last_change_step) and not _SHELL_SAYS.match(e.text)
+                if (self.last_change_step and _step_no(e.last_step) > _step_no(self.last_change_step)
+                        and not _SHELL_SAYS.match(e.text)
                         and (e.action == "test" or e.action == "run" and e.location and not e.location.startswith("<"))):
-                    # a check, or a script failing in a file of the project, that failed on the final
+                    # a check, or a script failing in a file of the project, that failed on the changed
                     # code (no change came after it) is still failing when the work is handed in: it
                     # stays live (a command the shell could not parse, a slip typed into an
                     # interpreter's stdin, say nothing of the code)
