@@ -4,16 +4,13 @@ error once, the newest passing check only; never the log of a suite that passed.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import tune_run
 
 from compactor import compact
 from compactor.anchor import sections as S, to_markdown
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SPLIT = ROOT / "benchmarks" / "anchor_eval" / "split.json"
 
 
 def _call(cid: str, cmd: str, say: str = "Running it.") -> dict:
@@ -80,37 +77,28 @@ def test_selection_is_idempotent_on_its_own_output():
     assert S.evidence(list(a.key_evidence), a.cursor.run, failed=list(a.failed_attempts)) == a.key_evidence
 
 
-def _tune(rel: str) -> Path:
-    split = json.loads(SPLIT.read_text(encoding="utf-8"))["runs"]
-    assert split[rel]["half"] == "tune", rel  # never a test-half run
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"corpus not available: {p}")
-    return p
-
-
 def test_a_reproduction_fixed_later_is_shown_once_as_resolved():
-    a = compact(_tune("trajectories-extra/mini-swe-agent/astropy-13033.live-swe-agent.traj.json")).anchor
+    a = compact(tune_run("trajectories-extra/mini-swe-agent/astropy-13033.live-swe-agent.traj.json")).anchor
     hits = [e for e in a.key_evidence if "ValueError: TimeSeries object is invalid" in e.text]
     assert len(hits) == 1, [e.text[:80] for e in a.key_evidence]
 
 
 def test_a_collection_error_fixed_by_an_install_is_one_key_line():
-    a = compact(_tune("trajectories-extra/mini-swe-agent/pytest-7521.gpt-5-mini.traj.json")).anchor
+    a = compact(tune_run("trajectories-extra/mini-swe-agent/pytest-7521.gpt-5-mini.traj.json")).anchor
     s20 = [e for e in a.key_evidence if e.source_step == "s20"]
     assert len(s20) == 1 and s20[0].status == "resolved" and "\n" not in s20[0].text.strip(), s20
     assert "ModuleNotFoundError" in s20[0].text
 
 
 def test_an_install_fact_is_replaced_by_the_later_install_of_the_same_package():
-    a = compact(_tune("trajectories-extra/swe-agent/sympy-21612.traj")).anchor
+    a = compact(tune_run("trajectories-extra/swe-agent/sympy-21612.traj")).anchor
     installs = [f.text for f in a.facts_learned if f.text.startswith("Successfully")]
     assert "Successfully installed antlr4-python3-runtime-4.13.2" not in installs
     assert "Successfully installed antlr4-python3-runtime-4.13.0" in installs
 
 
 def test_of_several_passing_checks_only_the_newest_is_evidence():
-    a = compact(_tune("trajectories-extra/claude-code-chat-json/dmux.skip-permissions.chat.json")).anchor
+    a = compact(tune_run("trajectories-extra/claude-code-chat-json/dmux.skip-permissions.chat.json")).anchor
     raw = [e for e in (a.cursor.raw_evidence or a.key_evidence) if e.family == "verification"]
     assert len(raw) > 1  # (the run passed its checks several times)
     shown = [e for e in a.key_evidence if e.family == "verification"]

@@ -5,35 +5,23 @@ shell could not parse, a slip typed into an interpreter's stdin, do not."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import tune_run
 
 from compactor import compact
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SPLIT = ROOT / "benchmarks" / "anchor_eval" / "split.json"
-
-
-def _tune(rel: str) -> Path:
-    split = json.loads(SPLIT.read_text(encoding="utf-8"))["runs"]
-    assert split[rel]["half"] == "tune", rel  # never a test-half run
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"corpus not available: {p}")
-    return p
 
 
 def test_a_reproduction_failing_on_the_submitted_code_is_live():
-    a = compact(_tune("trajectories-extra/swe-agent/sympy-21612.traj")).anchor
+    a = compact(tune_run("trajectories-extra/swe-agent/sympy-21612.traj")).anchor
     assert a.cursor.run.status == "submitted"
     assert "TypeError: 'NoneType' object is not callable" in a.live_failure
     assert "_parse_latex_antlr.py:73" in a.live_failure
 
 
 def test_a_slip_typed_into_stdin_before_hand_in_is_not_live():
-    a = compact(_tune("trajectories-extra/mini-swe-agent/pytest-7521.gpt-5-mini.traj.json")).anchor
+    a = compact(tune_run("trajectories-extra/mini-swe-agent/pytest-7521.gpt-5-mini.traj.json")).anchor
     assert a.cursor.run.status == "submitted"
     assert a.live_failure == "none"
 

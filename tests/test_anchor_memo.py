@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import tune_run
 
 from compactor import Compactor, compact
 from compactor.anchor import continuation_check, sections as S
@@ -16,8 +17,6 @@ from compactor.models import Anchor, SegmentKind
 from compactor.normalize import normalize
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SPLIT = ROOT / "benchmarks" / "anchor_eval" / "split.json"
 # runs of the tuning half only (the test half is never read by a test)
 TUNE_RUNS = ("corpus/claude-code/stop-hook-uncommitted-changes.jsonl",
              "corpus/openhands-v0/ponylang__ponyc-4593.json",
@@ -86,15 +85,6 @@ def test_a_rejected_edit_as_the_last_step_of_a_chat_is_no_applied_change():
     back, filled = continuation_check(bare, load_document(ok, format="openai-chat").segments)
     assert [c.status for c in back.changes_made if "/repo/docs/api.md" in c.files] == ["applied"], filled
     assert any(x.startswith("files_changed:") for x in filled)
-
-
-def _tune(rel: str) -> Path:
-    split = json.loads(SPLIT.read_text(encoding="utf-8"))["runs"]
-    assert split[rel]["half"] == "tune", rel  # never a test-half run
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"corpus not available: {p}")
-    return p
 
 
 def _turns(segments, spans):
@@ -168,7 +158,7 @@ def test_memoised_sections_follow_later_results_turn_by_turn(monkeypatch):
 
 @pytest.mark.parametrize("rel", TUNE_RUNS)
 def test_memoised_sections_are_the_unmemoised_ones_on_tuning_runs(rel, monkeypatch):
-    path = _tune(rel)
+    path = tune_run(rel)
     segments = load_document(path).segments
     comp = Compactor()
     spans = [sp for s in segments for sp in comp.detector.detect(
