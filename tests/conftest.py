@@ -81,6 +81,19 @@ def corpus_path(*parts: str) -> Path:
     return p
 
 
+def tune_run(rel: str) -> Path:
+    """A run of the anchor evaluation's tuning half (``rel`` relative to the shared data root),
+    skipped when the data is absent; a test-half run is refused (its outputs are never read)."""
+    import json
+
+    split = json.loads((ROOT / "benchmarks" / "anchor_eval" / "split.json").read_text(encoding="utf-8"))["runs"]
+    assert split[rel]["half"] == "tune", rel  # never a test-half run
+    p = ROOT.parent / "shared" / rel
+    if not p.exists():
+        pytest.skip(f"corpus not available: {p}")
+    return p
+
+
 @pytest.fixture
 def corpus():
     if not CORPUS.is_dir():

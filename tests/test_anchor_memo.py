@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import tune_run
 
 from compactor import Compactor, compact
 from compactor.anchor import continuation_check, sections as S
@@ -16,8 +17,6 @@ from compactor.models import Anchor, SegmentKind
 from compactor.normalize import normalize
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SPLIT = ROOT / "benchmarks" / "anchor_eval" / "split.json"
 # runs of the tuning half only (the test half is never read by a test)
 TUNE_RUNS = ("corpus/claude-code/stop-hook-uncommitted-changes.jsonl",
              "corpus/openhands-v0/ponylang__ponyc-4593.json",
@@ -55,7 +54,7 @@ def _check_against_unmemoised(a: Anchor) -> None:
     # each section derived again from what the anchor shows, without memo, is what it shows
     assert S.changes(list(a.changes_made), run) == a.changes_made
     assert S.failed_approaches(list(a.failed_attempts), run, a.changes_made) == a.failed_attempts
-    assert S.evidence(list(a.key_evidence), run) == a.key_evidence
+    assert S.evidence(list(a.key_evidence), run, failed=list(a.failed_attempts)) == a.key_evidence
     assert _failed_call_changes(a) == []
 
 
@@ -88,15 +87,6 @@ def test_a_rejected_edit_as_the_last_step_of_a_chat_is_no_applied_change():
     assert any(x.startswith("files_changed:") for x in filled)
 
 
-def _tune(rel: str) -> Path:
-    split = json.loads(SPLIT.read_text(encoding="utf-8"))["runs"]
-    assert split[rel]["half"] == "tune", rel  # never a test-half run
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"corpus not available: {p}")
-    return p
-
-
 def _turns(segments, spans):
     """The run-model sections of a continued working state frozen after every tool call and every
     tool result (a call read before its result, as a live session may)."""
@@ -127,8 +117,8 @@ def _unmemoised_turns(segments, spans, monkeypatch):
             monkeypatch.setattr(S, name, lambda items, run, net, memo=None, idx=None, _o=orig:
                                 _o(items, run, net, None, idx))
         else:
-            monkeypatch.setattr(S, name, lambda items, run, memo=None, searched=None, _o=orig:
-                                _o(items, run, None, searched))
+            monkeypatch.setattr(S, name, lambda items, run, memo=None, searched=None, failed=None, idx=None, _o=orig:
+                                _o(items, run, None, searched, failed, idx))
     try:
         return _turns(segments, spans)[0]
     finally:
@@ -168,7 +158,7 @@ def test_memoised_sections_follow_later_results_turn_by_turn(monkeypatch):
 
 @pytest.mark.parametrize("rel", TUNE_RUNS)
 def test_memoised_sections_are_the_unmemoised_ones_on_tuning_runs(rel, monkeypatch):
-    path = _tune(rel)
+    path = tune_run(rel)
     segments = load_document(path).segments
     comp = Compactor()
     spans = [sp for s in segments for sp in comp.detector.detect(

@@ -175,6 +175,27 @@ _COMMAND_ECHO = lazy_regex(
 _TASK_TOOL = lazy_regex(r"(?:^|[_.:-])(?:issues?|tasks?|tickets?)(?:[_.:-]|$)", C.regex.I)
 
 
+# an earlier compaction's summary put in the user's place: its prose, its "next step" and its
+# design notes are the previous agent's account, not the user's rules; only what it quotes the
+# user as saying can bind
+_SUMMARY_HEAD = lazy_regex(
+    r"^\s*(?:This session is being continued from a previous conversation|"
+    r"The conversation history before this point was compacted|"
+    r"(?:Here is |This is )?(?:a |the )?summary of (?:the |our )?(?:previous|earlier|prior) (?:conversation|session)|"
+    r"<summary>)", C.I)
+_QUOTED = lazy_regex(r"[\"“「]([^\"”」\n]{4,300})[\"”」]")
+
+
+def _summary_rules(text: str) -> list[str]:
+    """The user's rules an earlier compaction's summary quotes verbatim (a quoted "do not add new
+    dependencies"); nothing else of the summary is a constraint."""
+    return [q.strip() for q in _QUOTED.findall(text) if (CUES["constraint"].search(q) or C.STOP.match(q))
+            and not _asks(q)]
+
+
+_QUESTION_END = lazy_regex(r"(?<=[?？])\s+")
+
+
 def _asks(s: str) -> bool:
     """A question that does not itself order ("Can you make sure tests/ stays as is?" orders)."""
     return s.rstrip().endswith(("?", "？")) and not _ORDER_QUESTION.match(s)
@@ -840,14 +861,19 @@ class _State:
         # the task, not the prose of a pasted issue): spans first (verbatim), then cue sentences
         own, issue = _own_words(text)
         cons = CUES["constraint"]
+        if _SUMMARY_HEAD.match(text):
+            for q in _summary_rules(text):
+                self._add_constraint(q, step)
+            own, issue = "", ""  # (the summary's own prose binds nothing)
         # a question asks, it does not bind ("What should we do next?", "don't we load it once?"),
         # unless it is an order put as a question ("Can you make sure you don't touch tests/?")
         span_cons = [t for t in self._span_sentences(spans, "constraint")
-                     if t in own and not _asks(t)]
+                     if t in own and not any(_asks(x) for x in sentences(t) or [t])]
         for t in span_cons:
             self._add_constraint(t, step)
         constraint_sents = []
-        for s in sentences(prose_of(own)):
+        # (a question inside a sentence the splitter kept whole — "i doubt that? it must be X, no?" — asks too)
+        for s in [p for x in sentences(prose_of(own)) for p in _QUESTION_END.split(x) if p.strip()]:
             if _asks(s):
                 continue  # "don't we load all entries on construction?" asks, it does not bind
             if cons.search(s) or C.STOP.match(s) or _ORDER_QUESTION.match(s):
@@ -1475,13 +1501,17 @@ class _State:
         searched = S.searched_steps(run) if run.calls else frozenset()
         facts = raw["facts_learned"]
         if not isinstance(self.facts, FactLedger):
+            # (chrome is not taken in at all (``_add_fact``): a streamed fold's ledger holds the same)
             facts = kept("run_facts", (facts,), lambda: S.facts(facts))
+        failed = kept("run_failed", (rev, raw["failed_attempts"], net),
+                      lambda: S.failed_approaches(raw["failed_attempts"], run, net, memo, idx))
         return ({
-            "failed_attempts": kept("run_failed", (rev, raw["failed_attempts"], net),
-                                    lambda: S.failed_approaches(raw["failed_attempts"], run, net, memo, idx)),
-            # (evidence reads the run's errors and which steps only searched: kept while they are the same)
-            "key_evidence": kept("run_evidence", (run.calls > 0, run.errors, searched, raw["key_evidence"]),
-                                 lambda: S.evidence(raw["key_evidence"], run, memo, searched)),
+            "failed_attempts": failed,
+            # (evidence reads the run's errors, its recent steps and command families, which steps
+            # only searched and the failed approaches: kept while they are the same)
+            "key_evidence": kept("run_evidence", (run.calls > 0, run.errors, run.steps, run.families, searched,
+                                                  failed, raw["key_evidence"]),
+                                 lambda: S.evidence(raw["key_evidence"], run, memo, searched, failed, idx)),
             "dead_ends": raw["dead_ends"],
             "facts_learned": facts,
             "decisions_made": kept("run_decisions", (raw["decisions_made"],),
@@ -1567,7 +1597,8 @@ class _State:
         if not code:
             return None
         last_change = max(_step_num(c.source_step) for c in code)
-        checks = [_step_num(e.source_step) for e in a.key_evidence if e.family == "verification"]
+        # (a passing check is not shown as evidence: the builder's table still holds it)
+        checks = [_step_num(e.source_step) for e in self.evidence.values() if e.family == "verification"]
         if checks and max(checks) > last_change:
             return None
         step = max((c.source_step for c in code), key=_step_num)

@@ -248,7 +248,9 @@ def _done_rows(anchor: Anchor, L: dict[str, str]) -> list[tuple[str, str, str]]:
         if it.kind in ("initial", "request") and it.status == "done":
             done.append((it.id, f"- {L['request_done']}{_step(it.source_step)}{L['sep']}{it.text}"))
     for c in anchor.changes_made:
-        flag = f" — {L['failed']}" if c.status == "failed" else (f" — {L['pending']}" if c.status == "pending" else "")
+        if c.status == "failed":
+            continue  # it changed nothing: the failed approaches hold it
+        flag = f" — {L['pending']}" if c.status == "pending" else ""
         done.append((c.id, f"- {c.description}{_step(c.source_step)}{flag}"))
     return _section("done", L["done"], done, L)
 

@@ -513,6 +513,15 @@ _REJECTED = (lazy_regex(
         r"(?:file|path) .* does not exist", regex.M))
 
 
+_SHELL_SAYS = lazy_regex(r"^\s*(?:/bin/)?(?:ba|z|da)?sh: (?:-c: )?(?:line \d+: )?")
+
+
+def _step_no(step: str) -> int:
+    """The number of a step id ("s12" -> 12; 0 when it has none)."""
+    digits = "".join(ch for ch in step if ch.isdigit())
+    return int(digits) if digits else 0
+
+
 class RunFold:
     """Mutable state of the run model's fold; :meth:`model` freezes it."""
 
@@ -734,6 +743,14 @@ class RunFold:
             return  # handed in with a failure stated: the errors keep their state
         for sig, e in list(self.errors.items()):
             if e.state == "live":
+                if (self.last_change_step and _step_no(e.last_step) > _step_no(self.last_change_step)
+                        and not _SHELL_SAYS.match(e.text)
+                        and (e.action == "test" or e.action == "run" and e.location and not e.location.startswith("<"))):
+                    # a check, or a script failing in a file of the project, that failed on the changed
+                    # code (no change came after it) is still failing when the work is handed in: it
+                    # stays live (a command the shell could not parse, a slip typed into an
+                    # interpreter's stdin, say nothing of the code)
+                    continue
                 self.errors[sig] = e.model_copy(update={"state": "stale", "why": "handed in after it", "at": step})
 
     def _revert_ops(self, command: str, step: str) -> None:

@@ -311,7 +311,8 @@ def searched_steps(run: RunModel) -> frozenset[str]:
 
 
 def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None,
-             searched: frozenset[str] | None = None) -> list[Evidence]:
+             searched: frozenset[str] | None = None, failed: list[FailedAttempt] | None = None,
+             idx: tuple[dict, dict, dict] | None = None) -> list[Evidence]:
     """Error evidence takes the state of its error's life: live only while that error is live.
     Chrome is never evidence (a listing's line, a passing test's line, build progress, a search
     hit, a package manager's success line).
@@ -323,18 +324,141 @@ def evidence(items: list[Evidence], run: RunModel, memo: dict | None = None,
     if any(_chrome_evidence(e, searched) for e in items):
         items = [e for e in items if not _chrome_evidence(e, searched)]
     if not run.calls:
-        return items
+        return select_evidence(items, run, failed, idx)
     errors = tuple(run.errors)
-    return [_memoised(memo, (("ev", e.id), e, errors), lambda e=e: _evidence(e, run)) for e in items]
+    items = [_memoised(memo, (("ev", e.id), e, errors), lambda e=e: _evidence(e, run)) for e in items]
+    return select_evidence(items, run, failed, idx)
+
+
+_ERROR_FAMILIES = ("error", "trace", "exit-code", "test-failure")
+_FAILED_TEST = lazy_regex(r"^\s*FAILED\s+\S+::")  # a failing test with its reason: the best key line
+# what differs between two sightings of one error: a duration, an address, a process id
+_MASK = lazy_regex(r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|seconds?)\b|\b0x[0-9a-fA-F]+\b|\b(?:pid|PID)[ =:]?\d+")
+
+
+def select_evidence(items: list[Evidence], run: RunModel, failed: list[FailedAttempt] | None = None,
+                    idx: tuple[dict, dict, dict] | None = None) -> list[Evidence]:
+    """What of the run's output a successor needs as evidence, decided by the run model:
+    the live failure's lines; an error that is no longer live only where it backs a failed
+    approach (a step of a failed attempt), marked with what resolved it; of a check run
+    several times, the failing lines of its last run only; each error once (the same line with
+    other numbers is the same error: the newest stays). Never a passing or success line (the
+    status line carries the check that passed), nor the log lines of a run that succeeded (a
+    suite that passed while logging ERROR lines on purpose)."""
+    _, fams, by_step = idx if idx is not None else index(run)
+    fa_at = {s: fa.id for fa in failed or () for s in (fa.source_step, fa.last_step) if s}
+    failed_steps = set(fa_at)
+    failed_fams = {command_family(fa.command) for fa in failed or ()}
+    live = live_failure(run)
+    keep: list[tuple[tuple | None, Evidence]] = []
+    ranks: dict[int, tuple] = {}
+    newest_out: dict[str, str] = {}  # per command family, the newest step that printed an error
+    for e in items:
+        if e.family in _ERROR_FAMILIES:
+            for st in by_step.get(e.source_step, ()):
+                if st.family and _num(e.source_step) > _num(newest_out.get(st.family, "")):
+                    newest_out[st.family] = e.source_step
+    checks = [e for e in items if e.family == "verification"]
+    # of the passing checks only the newest: the run's last word on what works (the earlier
+    # passes and success lines say nothing a successor needs)
+    shown_check = checks[-1] if checks else None
+    for e in items:
+        if e.family == "verification" and e is not shown_check:
+            continue
+        if e.family in _ERROR_FAMILIES and run.calls:
+            life = _life(e, run)
+            backs = e.source_step in failed_steps or (life is not None and (life is live or life.family in failed_fams))
+            steps = by_step.get(e.source_step, [])
+            if (steps and all(s.done and s.ok and not s.failed for s in steps)
+                    and any(s.passed for s in steps) and not backs):
+                continue  # the log of a suite that passed (N passed, 0 failed)
+            if e.status == "live" and not backs and steps:
+                newer = [f for f in (fams.get(s.family) for s in steps if s.family)
+                         if f is not None and _num(f.last_step) > _num(e.source_step)]
+                if newer and len(newer) == len(steps):
+                    if not all(f.last_ok for f in newer) or any(
+                            _num(newest_out.get(f.family, "")) > _num(e.source_step) for f in newer):
+                        continue  # an earlier run of a command whose later run failed too: the newer output stands
+                    # the same command ran clean later: what it printed is what the run fixed, resolved there
+                    keep.append((None, e.model_copy(update={
+                        "status": "resolved", "resolved_at": max((f.last_step for f in newer), key=_num)})))
+                    continue
+            if e.status != "live":
+                # resolved by a later run or fix (what the run's change fixed) or backing a failed
+                # approach: once, as its key line; stale and backing nothing: gone
+                if not backs and e.status != "resolved":
+                    continue
+                e = _key_line(e, life)
+                # (what backs a failed attempt once per attempt: the same error after another try is
+                # the lesson of that try)
+                once = (("fa", fa_at[e.source_step]) if e.source_step in fa_at else
+                        ("life", life.signature) if life is not None else ("step", e.source_step))
+                rank = (_num(e.source_step), bool(_FAILED_TEST.match(e.text)),
+                        bool(life and life.text and life.text in e.text),
+                        bool(_ERROR_LINE.match(e.text)), -len(keep))
+                keep.append((once, e))
+                ranks[id(e)] = rank
+                continue
+        keep.append((None, e))
+    # each error once: of an error's sightings the newest, of one sighting its key line (the line
+    # the run model took for the error, else the first error line of that output)
+    chosen: dict[tuple, Evidence] = {}
+    for once, e in keep:
+        if once is None:
+            continue
+        held = chosen.get(once)
+        if held is None or ranks[id(e)] > ranks[id(held)]:
+            chosen[once] = e
+    seen: set[str] = set()
+    out: list[Evidence] = []
+    for once, e in reversed(keep):
+        if once is not None and chosen[once] is not e:
+            continue
+        sig = _MASK.sub("#", _key_text(e.text).rstrip("\"'.,;")) if e.family in _ERROR_FAMILIES else e.id
+        if sig in seen:
+            continue
+        seen.add(sig)
+        out.append(e)
+    out.reverse()
+    return out
+
+
+def _life(e: Evidence, run: RunModel) -> ErrorLife | None:
+    """The run model's life of the error ``e`` shows (by its line, else by its step)."""
+    life = next((x for x in reversed(run.errors) if x.text and (x.text in e.text or e.text in x.text)), None)
+    if life is None:
+        life = next((x for x in reversed(run.errors) if x.first_step == e.source_step or x.last_step == e.source_step),
+                    None)
+    return life
+
+
+_ERROR_LINE = lazy_regex(r"^\s*(?:[\w.]*(?:Error|Exception|Exit|Interrupt)\b|error(?:\[\w+\])?:|E\s{2,}\S|FAILED\b).*$", regex.M)
+
+
+def _key_text(text: str) -> str:
+    """An error's key line: the text itself when one line, else its last exception or error line."""
+    if "\n" not in text.strip("\n"):
+        return text.strip()
+    hits = _ERROR_LINE.findall(text)
+    return hits[-1].strip() if hits else text.strip()
+
+
+def _key_line(e: Evidence, life: ErrorLife | None) -> Evidence:
+    """A traceback that is no longer live, as its key line (the exception), not the frames."""
+    if "\n" not in e.text.strip("\n"):
+        return e
+    if life is not None and life.text and life.text in e.text:
+        line = life.text
+    else:
+        hits = _ERROR_LINE.findall(e.text)
+        line = hits[-1].strip() if hits else ""
+    return e.model_copy(update={"text": line}) if line else e
 
 
 def _evidence(e: Evidence, run: RunModel) -> Evidence:
     if e.family not in ("trace", "error", "exit-code", "test-failure"):
         return e
-    life = next((x for x in reversed(run.errors) if x.text and (x.text in e.text or e.text in x.text)), None)
-    if life is None:
-        life = next((x for x in reversed(run.errors) if x.first_step == e.source_step or x.last_step == e.source_step),
-                    None)
+    life = _life(e, run)
     if life is not None:
         state, at = life.state, life.at
     else:
