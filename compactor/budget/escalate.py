@@ -247,6 +247,8 @@ class _Escalation:
         back-fill comes on top of the shortened anchor, so while the candidate takes more than
         ``budget - reserve`` the anchor is shortened again by what it takes over. When the anchor
         cannot go lower (its critical items), the smallest candidate within ``budget`` is returned."""
+        from .anchor_fit import anchor_tokens
+
         target = budget - max(0, reserve)
         room = target - self.kept_tokens(dropped) - self.overhead(dropped, 3)
         best = None
@@ -265,7 +267,9 @@ class _Escalation:
                 break
             if total > budget:
                 self.best_over = total if self.best_over is None else min(self.best_over, total)
-            room -= (total - target)  # strictly smaller room next time
+            # strictly smaller room next time, from the anchor as it came out (it may be under the
+            # room asked for, and then a cut by the overshoot alone would render the same)
+            room = min(room, anchor_tokens(cand[1], self.counter, lang=self.lang)) - (total - target)
         return best
 
     def minimum(self) -> int | None:
