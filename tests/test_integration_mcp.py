@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -252,8 +253,11 @@ def test_unknown_blob_resource_is_an_error(tmp_path: Path):
 def test_over_stdio_with_the_cli_entry_point(tmp_path: Path, long_log: Path):
     """``compactor mcp`` as a spawned process speaking MCP on stdin/stdout, as a client launches it."""
     store = str(tmp_path / "store.sqlite")
+    # a client passes the server only a few variables (HOME, PATH, ...): the test session's cache
+    # folders go along, or the server would write its caches under the real home
+    caches = {k: os.environ[k] for k in ("COMPACTOR_CACHE", "XDG_CACHE_HOME") if k in os.environ}
     params = StdioServerParameters(command=sys.executable, args=["-m", "compactor", "mcp", "--store", store],
-                                   cwd=str(long_log.parent))
+                                   cwd=str(long_log.parent), env=caches)
 
     async def main():
         with anyio.fail_after(60):
